@@ -1,0 +1,53 @@
+# dense_perception: `make demo` and `make test` set themselves up on first run.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VENV14 := .venv-litert14
+PY := $(VENV)/bin/python
+PY14 := $(VENV14)/bin/python
+
+# DDS stays on this machine and on its own domain unless the caller chose otherwise.
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export ROS_DOMAIN_ID ?= 61
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+
+MODEL ?=
+MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
+
+.PHONY: setup test test-core demo bench soak models clean
+
+setup: $(VENV)/.ready
+
+# A sourced ROS 2 install (rclpy importable, e.g. /opt/ros/jazzy on a Pi 5 or a Jetson) is used
+# as it is; otherwise ROS 2 Kilted comes from pip wheels (x86_64, Python 3.10-3.12).
+$(VENV)/.ready: requirements.txt requirements-ros.txt
+	@if $(PYTHON) -c "import rclpy" 2>/dev/null; then \
+	  echo "setup: using the sourced ROS 2 install ($$ROS_DISTRO) through a venv with system site packages"; \
+	  $(PYTHON) -m venv --system-site-packages $(VENV) && \
+	  $(VENV)/bin/pip install -q -r requirements.txt; \
+	else \
+	  echo "setup: no sourced ROS 2 found; installing ROS 2 Kilted from pip wheels into $(VENV)"; \
+	  $(PYTHON) -m venv $(VENV) && \
+	  $(VENV)/bin/pip install -q -r requirements.txt -r requirements-ros.txt; \
+	fi
+	@touch $@
+
+$(VENV14)/.ready: requirements-litert14.txt
+	@echo "setup: second venv with ai-edge-litert 1.4.0 (the Raspberry Pi 5 wheel) in $(VENV14)"
+	$(PYTHON) -m venv $(VENV14) && $(VENV14)/bin/pip install -q -r requirements-litert14.txt
+	@touch $@
+
+# Regenerate the bundled test models (they are committed; this is for changing them).
+models: setup
+	$(PY) models/make_test_models.py --out-dir models
+
+test: setup $(VENV14)/.ready
+	$(PY) -m pytest -q
+	@echo "== runner and end-to-end tests again under ai-edge-litert 1.4.0 =="
+	$(PY14) -m pytest -q -m "not ros" test/test_runner.py test/test_pipeline.py
+
+demo: setup
+	$(PY) -m dense_perception.demo $(if $(MODEL),--model $(MODEL),)
+
+clean:
+	rm -rf $(VENV) $(VENV14) demo_out bench_out .pytest_cache

@@ -1,0 +1,125 @@
+"""Model descriptions (loaded from ``data/models.json``) and detection from a file's signature."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Sequence
+
+Shape = tuple[int, ...]
+
+
+class ModelSignatureError(ValueError):
+    """The model file's inputs/outputs match no supported model."""
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One model output: what it holds and its shape."""
+
+    name: str
+    kind: str  # "depth" | "normals" | "segmentation_logits"
+    shape: Shape
+    description: str
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything the pipeline needs to know about one supported model."""
+
+    kind: str
+    display_name: str
+    file_name: str
+    input_shape: Shape  # NCHW
+    scale: float  # pixel values are divided by this first
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    outputs: tuple[OutputSpec, ...]
+    metric_depth: bool
+    source: str
+
+    @property
+    def input_height(self) -> int:
+        return self.input_shape[2]
+
+    @property
+    def input_width(self) -> int:
+        return self.input_shape[3]
+
+    @property
+    def output_shapes(self) -> tuple[Shape, ...]:
+        return tuple(o.shape for o in self.outputs)
+
+    def output_index(self, kind: str) -> int | None:
+        """Index of the output of this kind, or None when the model has none."""
+        for i, out in enumerate(self.outputs):
+            if out.kind == kind:
+                return i
+        return None
+
+    def signature_text(self) -> str:
+        """Human-readable signature, e.g. ``input [1,3,896,504] -> outputs [1,1,896,504]``."""
+        return f"{self.kind} ({self.display_name}): " + format_signature(
+            [self.input_shape], self.output_shapes)
+
+
+def format_signature(input_shapes: Sequence[Sequence[int]],
+                     output_shapes: Sequence[Sequence[int]]) -> str:
+    """Format shapes as ``input [..] -> outputs [..], [..]``."""
+    def fmt(shapes: Sequence[Sequence[int]]) -> str:
+        return ", ".join("[" + ",".join(str(int(d)) for d in s) + "]" for s in shapes)
+    return f"input {fmt(input_shapes)} -> outputs {fmt(output_shapes)}"
+
+
+def _load_specs() -> dict[str, ModelSpec]:
+    text = resources.files("dense_perception").joinpath("data/models.json").read_text()
+    specs = {}
+    for kind, d in json.loads(text).items():
+        inp = d["input"]
+        specs[kind] = ModelSpec(
+            kind=kind,
+            display_name=d["display_name"],
+            file_name=d["file_name"],
+            input_shape=tuple(inp["shape"]),
+            scale=float(inp["scale"]),
+            mean=tuple(inp["mean"]),
+            std=tuple(inp["std"]),
+            outputs=tuple(OutputSpec(o["name"], o["kind"], tuple(o["shape"]), o["description"])
+                          for o in d["outputs"]),
+            metric_depth=bool(d["metric_depth"]),
+            source=d["source"],
+        )
+    return specs
+
+
+MODEL_SPECS: dict[str, ModelSpec] = _load_specs()
+MODEL_TYPES = ("auto",) + tuple(MODEL_SPECS)
+
+
+def _matches(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequence[Shape]) -> bool:
+    return (len(input_shapes) == 1 and tuple(input_shapes[0]) == spec.input_shape
+            and tuple(map(tuple, output_shapes)) == spec.output_shapes)
+
+
+def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]],
+                      model_type: str = "auto", source: str = "the model file") -> ModelSpec:
+    """Return the spec whose signature the file has; ``model_type`` forces one kind.
+
+    Raises ModelSignatureError naming the file's signature and every supported one.
+    """
+    ins = [tuple(int(d) for d in s) for s in input_shapes]
+    outs = [tuple(int(d) for d in s) for s in output_shapes]
+    if model_type not in MODEL_TYPES:
+        raise ModelSignatureError(
+            f"model_type '{model_type}' is unknown; use one of: {', '.join(MODEL_TYPES)}")
+    candidates = list(MODEL_SPECS.values()) if model_type == "auto" else [MODEL_SPECS[model_type]]
+    for spec in candidates:
+        if _matches(spec, ins, outs):
+            return spec
+    supported = "; ".join(s.signature_text() for s in MODEL_SPECS.values())
+    wanted = "" if model_type == "auto" else f" (model_type is forced to '{model_type}')"
+    raise ModelSignatureError(
+        f"{source} has {format_signature(ins, outs)}, which matches no supported model{wanted}. "
+        f"Supported signatures: {supported}. Use the original .tflite files (see models/README.md) "
+        f"or set model_type to match the file.")

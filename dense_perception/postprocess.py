@@ -1,0 +1,98 @@
+"""Raw model outputs -> depth, normals and segmentation products, plus their colour views."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import cv2
+import numpy as np
+
+INVALID_LABEL = 255  # mono8 label for pixels the model did not see (outside the crop)
+
+
+def depth_from_output(raw: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """H x W float32 depth from a [1,1,H,W] output; non-finite or <= 0 becomes NaN (REP 117).
+
+    ``scale`` converts relative depth to the caller's units; it is never normalised per frame.
+    """
+    depth = np.multiply(raw[0, 0], np.float32(scale), dtype=np.float32)
+    depth[~(depth > 0) | ~np.isfinite(depth)] = np.nan
+    return depth
+
+
+def depth_to_millimetres(depth: np.ndarray) -> np.ndarray:
+    """16UC1 millimetres (REP 118): 0 = invalid, clamped to 1..65535."""
+    mm = np.rint(depth * 1000.0)
+    out = np.zeros(depth.shape, np.uint16)
+    valid = np.isfinite(mm) & (mm > 0)
+    out[valid] = np.clip(mm[valid], 1, 65535)
+    return out
+
+
+def colorize_depth(depth: np.ndarray, low_pct: float = 2.0, high_pct: float = 98.0) -> np.ndarray:
+    """bgr8 view of depth, near = warm, over a robust percentile range; invalid pixels black."""
+    valid = np.isfinite(depth)
+    out = np.zeros(depth.shape + (3,), np.uint8)
+    if not valid.any():
+        return out
+    lo, hi = np.percentile(depth[valid], (low_pct, high_pct))
+    span = max(float(hi - lo), 1e-6)
+    # Near is bright: map inverse position in the range to the colormap.
+    t = np.clip((hi - np.where(valid, depth, hi)) / span, 0.0, 1.0)
+    out = cv2.applyColorMap((t * 255.0).astype(np.uint8), cv2.COLORMAP_TURBO)
+    out[~valid] = 0
+    return out
+
+
+def normals_from_output(raw: np.ndarray) -> np.ndarray:
+    """H x W x 3 float32 unit normals from a [1,3,H,W] output (renormalised; zero -> NaN)."""
+    n = np.ascontiguousarray(raw[0].transpose(1, 2, 0), dtype=np.float32)
+    return normalize_vectors(n)
+
+
+def normalize_vectors(n: np.ndarray) -> np.ndarray:
+    """Scale H x W x 3 vectors to unit length in place; zero or non-finite vectors become NaN."""
+    norm = np.sqrt(np.einsum("hwc,hwc->hw", n, n))
+    bad = ~(norm > 1e-12) | ~np.isfinite(norm)
+    norm[bad] = np.nan
+    n /= norm[:, :, None]
+    return n
+
+
+def colorize_normals(normals: np.ndarray) -> np.ndarray:
+    """rgb8 view: (n + 1) / 2 per component; invalid pixels black."""
+    rgb = np.nan_to_num((normals + 1.0) * 127.5, nan=0.0)
+    return np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
+
+
+def labels_from_logits(logits: np.ndarray) -> np.ndarray:
+    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid."""
+    return np.argmax(logits[0], axis=0).astype(np.uint8)
+
+
+@lru_cache(maxsize=1)
+def ade20k_class_names() -> tuple[str, ...]:
+    """The 150 ADE20K class names, index = label id."""
+    text = resources.files("dense_perception").joinpath("data/ade20k_classes.txt").read_text()
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+@lru_cache(maxsize=1)
+def ade20k_palette() -> np.ndarray:
+    """256 x 3 uint8 RGB palette: the standard ADE20K colours, black for unused ids (255)."""
+    text = resources.files("dense_perception").joinpath("data/ade20k_palette.csv").read_text()
+    rows = [tuple(int(v) for v in line.split(",")) for line in text.splitlines() if line.strip()]
+    palette = np.zeros((256, 3), np.uint8)
+    palette[:len(rows)] = rows
+    return palette
+
+
+def colorize_labels(labels: np.ndarray) -> np.ndarray:
+    """rgb8 view of a label image with the ADE20K palette."""
+    return ade20k_palette()[labels]
+
+
+def overlay(rgb: np.ndarray, colours: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """Blend a colour view over the camera image (same size, both rgb8)."""
+    return cv2.addWeighted(rgb, 1.0 - alpha, colours, alpha, 0.0)

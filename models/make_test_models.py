@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""Write tiny ``.tflite`` stand-ins for the real dense-perception models.
+
+Each model has the exact input/output signature of a real model but computes a
+simple closed-form function, so tests can predict every output value:
+
+* ``test_da3_small.tflite`` (Depth Anything 3 Small signature)
+    input  ``image`` float32 [1,3,896,504] NCHW (ImageNet-normalised RGB)
+    output ``depth`` float32 [1,1,896,504] = 3 + 0.5*x[0] + 0.25*x[1] + 0.125*x[2]
+
+* ``test_tipsv2_b14_dpt.tflite`` (TIPSv2-B14-DPT signature)
+    input  ``image`` float32 [1,3,448,448] NCHW RGB in [0, 1]
+    output 0 ``depth``   [1,1,448,448]   = 0.5 + 2r + g + 0.5b
+    output 1 ``normals`` [1,3,448,448]   = normalize(2r-1, 2g-1, -1)
+    output 2 ``segmentation_logits`` [1,150,256,256]:
+        v = bilinear resize of b to 256x256 (half-pixel centres),
+        logits[k] = 2*149*k*v - k*k, hence argmax_k = round(149*v).
+
+The flatbuffers are written directly with the TFLite schema object API shipped
+in ``ai-edge-litert`` (``ai_edge_litert.schema_py_generated``, present in 1.4
+and 2.x) plus ``flatbuffers``; no TensorFlow/torch needed. Only long-standing builtin
+ops at their minimal versions are used, so older runtimes (ai-edge-litert 1.4)
+load them too, and every model carries a ``serving_default`` SignatureDef so the
+LiteRT ``CompiledModel`` API can run it.
+
+Usage: ``python models/make_test_models.py [--out-dir models]``
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+DA3_INPUT_SHAPE = (1, 3, 896, 504)
+DA3_FILENAME = "test_da3_small.tflite"
+DA3_WEIGHTS = (0.5, 0.25, 0.125)
+DA3_BIAS = 3.0
+
+TIPS_INPUT_SHAPE = (1, 3, 448, 448)
+TIPS_FILENAME = "test_tipsv2_b14_dpt.tflite"
+TIPS_DEPTH_WEIGHTS = (2.0, 1.0, 0.5)
+TIPS_DEPTH_BIAS = 0.5
+TIPS_NUM_CLASSES = 150
+TIPS_SEG_SIZE = 256
+
+SIGNATURE_KEY = "serving_default"
+
+_NUMPY_TO_TFLITE = {
+    np.dtype(np.float32): fb.TensorType.FLOAT32,
+    np.dtype(np.int32): fb.TensorType.INT32,
+}
+
+
+class _AlignedBufferT(fb.BufferT):
+    """BufferT whose data is packed 16-byte aligned (the schema's force_align)."""
+
+    def Pack(self, builder):  # noqa: N802 (flatbuffers naming)
+        data = None
+        if self.data is not None:
+            raw = bytes(self.data)
+            builder.StartVector(1, len(raw), 16)
+            builder.head -= len(raw)
+            builder.Bytes[builder.head : builder.head + len(raw)] = raw
+            data = builder.EndVector()
+        fb.BufferStart(builder)
+        if data is not None:
+            fb.BufferAddData(builder, data)
+        return fb.BufferEnd(builder)
+
+
+class GraphBuilder:
+    """Minimal single-subgraph TFLite model builder."""
+
+    def __init__(self) -> None:
+        self.tensors: list[fb.TensorT] = []
+        self.buffers: list[fb.BufferT] = [fb.BufferT()]  # buffer 0: empty sentinel
+        self.operators: list[fb.OperatorT] = []
+        self.opcodes: list[fb.OperatorCodeT] = []
+
+    def tensor(self, name: str, shape: Sequence[int], dtype: type = np.float32) -> int:
+        """Add a runtime (activation/input) tensor and return its index."""
+        t = fb.TensorT()
+        t.name, t.shape, t.type, t.buffer = name, list(shape), _NUMPY_TO_TFLITE[np.dtype(dtype)], 0
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def const(self, name: str, value: np.ndarray | Sequence[float], dtype: type = np.float32) -> int:
+        """Add a constant tensor holding ``value`` and return its index."""
+        arr = np.ascontiguousarray(value, dtype=dtype)
+        buf = _AlignedBufferT()
+        buf.data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
+        self.buffers.append(buf)
+        idx = self.tensor(name, arr.shape, dtype)
+        self.tensors[idx].buffer = len(self.buffers) - 1
+        return idx
+
+    def op(
+        self,
+        code: int,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        options: object | None = None,
+        options_type: int = fb.BuiltinOptions.NONE,
+        version: int = 1,
+    ) -> None:
+        """Append a builtin operator (op codes are de-duplicated per version)."""
+        for i, oc in enumerate(self.opcodes):
+            if oc.builtinCode == code and oc.version == version:
+                break
+        else:
+            oc = fb.OperatorCodeT()
+            oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), version
+            self.opcodes.append(oc)
+            i = len(self.opcodes) - 1
+        o = fb.OperatorT()
+        o.opcodeIndex, o.inputs, o.outputs = i, list(inputs), list(outputs)
+        o.builtinOptionsType, o.builtinOptions = options_type, options
+        self.operators.append(o)
+
+    def model(self, inputs: Sequence[int], outputs: Sequence[int], description: str) -> fb.ModelT:
+        """Assemble the model; the SignatureDef mirrors the subgraph I/O order."""
+        sg = fb.SubGraphT()
+        sg.tensors, sg.operators, sg.name = self.tensors, self.operators, "main"
+        sg.inputs, sg.outputs = list(inputs), list(outputs)
+        sig = fb.SignatureDefT()
+        sig.signatureKey, sig.subgraphIndex = SIGNATURE_KEY, 0
+        sig.inputs = [self._tensor_map(i) for i in inputs]
+        sig.outputs = [self._tensor_map(i) for i in outputs]
+        m = fb.ModelT()
+        m.version, m.description = 3, description
+        m.operatorCodes, m.subgraphs, m.buffers = self.opcodes, [sg], self.buffers
+        m.signatureDefs = [sig]
+        return m
+
+    def _tensor_map(self, index: int) -> fb.TensorMapT:
+        tm = fb.TensorMapT()
+        tm.name, tm.tensorIndex = self.tensors[index].name, index
+        return tm
+
+    # --- small op helpers -------------------------------------------------
+    def binary(self, code: int, a: int, b: int, name: str, shape: Sequence[int]) -> int:
+        """MUL or ADD (numpy-style broadcasting, no fused activation)."""
+        out = self.tensor(name, shape)
+        if code == fb.BuiltinOperator.MUL:
+            opts, kind = fb.MulOptionsT(), fb.BuiltinOptions.MulOptions
+        else:
+            opts, kind = fb.AddOptionsT(), fb.BuiltinOptions.AddOptions
+        self.op(code, [a, b], [out], opts, kind)
+        return out
+
+    def reduce(self, code: int, x: int, axes: Sequence[int], keep_dims: bool, name: str,
+               shape: Sequence[int]) -> int:
+        """SUM or MEAN over constant ``axes``."""
+        out = self.tensor(name, shape)
+        opts = fb.ReducerOptionsT()
+        opts.keepDims = keep_dims
+        axes_t = self.const(f"{name}/axes", list(axes), np.int32)
+        self.op(code, [x, axes_t], [out], opts, fb.BuiltinOptions.ReducerOptions)
+        return out
+
+    def reshape(self, x: int, name: str, shape: Sequence[int]) -> int:
+        """RESHAPE to a static shape (given both as tensor and as option)."""
+        out = self.tensor(name, shape)
+        opts = fb.ReshapeOptionsT()
+        opts.newShape = list(shape)
+        shape_t = self.const(f"{name}/shape", list(shape), np.int32)
+        self.op(fb.BuiltinOperator.RESHAPE, [x, shape_t], [out], opts, fb.BuiltinOptions.ReshapeOptions)
+        return out
+
+
+def _channel_affine(g: GraphBuilder, x: int, shape: Sequence[int], weights: Sequence[float],
+                    bias: float, name: str) -> int:
+    """out[:, 0] = bias + sum_c weights[c] * x[:, c] for an NCHW tensor (MUL, SUM, ADD)."""
+    n, c, h, w = shape
+    wt = g.const(f"{name}/channel_weights", np.reshape(weights, (1, c, 1, 1)))
+    scaled = g.binary(fb.BuiltinOperator.MUL, x, wt, f"{name}/weighted", shape)
+    summed = g.reduce(fb.BuiltinOperator.SUM, scaled, [1], True, f"{name}/channel_sum", (n, 1, h, w))
+    b = g.const(f"{name}/bias", np.full((1, 1, 1, 1), bias))
+    return g.binary(fb.BuiltinOperator.ADD, summed, b, name, (n, 1, h, w))
+
+
+def _write(model: fb.ModelT, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path.write_bytes(builder.Output())
+    return path
+
+
+def build_da3_model() -> fb.ModelT:
+    """Depth Anything 3 Small stand-in: depth = 3 + 0.5 x0 + 0.25 x1 + 0.125 x2."""
+    g = GraphBuilder()
+    image = g.tensor("image", DA3_INPUT_SHAPE)
+    depth = _channel_affine(g, image, DA3_INPUT_SHAPE, DA3_WEIGHTS, DA3_BIAS, "depth")
+    return g.model([image], [depth], "dense_perception test model: DA3-Small signature")
+
+
+def build_tipsv2_model() -> fb.ModelT:
+    """TIPSv2-B14-DPT stand-in with outputs (depth, normals, segmentation_logits)."""
+    g = GraphBuilder()
+    mul, add = fb.BuiltinOperator.MUL, fb.BuiltinOperator.ADD
+    n, c, h, w = shape = TIPS_INPUT_SHAPE
+    plane = (n, 1, h, w)
+    image = g.tensor("image", shape)
+
+    depth = _channel_affine(g, image, shape, TIPS_DEPTH_WEIGHTS, TIPS_DEPTH_BIAS, "depth")
+
+    # normals = v / |v| with v = (2r - 1, 2g - 1, -1)
+    scale = g.const("normals/scale", np.reshape([2.0, 2.0, 0.0], (1, 3, 1, 1)))
+    offset = g.const("normals/offset", np.full((1, 3, 1, 1), -1.0))
+    v = g.binary(add, g.binary(mul, image, scale, "normals/scaled", shape), offset,
+                 "normals/unnormalized", shape)
+    sq = g.binary(mul, v, v, "normals/squared", shape)
+    norm2 = g.reduce(fb.BuiltinOperator.SUM, sq, [1], True, "normals/norm2", plane)
+    inv = g.tensor("normals/inv_norm", plane)
+    g.op(fb.BuiltinOperator.RSQRT, [norm2], [inv])
+    normals = g.binary(mul, v, inv, "normals", shape)
+
+    # segmentation: blue plane -> NHWC view -> bilinear 256x256 -> per-class affine
+    s = TIPS_SEG_SIZE
+    blue = g.tensor("segmentation/blue", plane)
+    g.op(fb.BuiltinOperator.SLICE, [image, g.const("segmentation/begin", [0, 2, 0, 0], np.int32),
+                                     g.const("segmentation/size", list(plane), np.int32)], [blue])
+    blue_nhwc = g.reshape(blue, "segmentation/blue_nhwc", (n, h, w, 1))
+    resized = g.tensor("segmentation/resized", (n, s, s, 1))
+    opts = fb.ResizeBilinearOptionsT()
+    opts.alignCorners, opts.halfPixelCenters = False, True
+    g.op(fb.BuiltinOperator.RESIZE_BILINEAR, [blue_nhwc, g.const("segmentation/out_size", [s, s], np.int32)],
+         [resized], opts, fb.BuiltinOptions.ResizeBilinearOptions, version=3)  # v3: half_pixel_centers
+    v_seg = g.reshape(resized, "segmentation/v", (n, 1, s, s))
+    k = np.arange(TIPS_NUM_CLASSES, dtype=np.float32).reshape(1, -1, 1, 1)
+    logits_shape = (n, TIPS_NUM_CLASSES, s, s)
+    slope = g.const("segmentation/slope", 2.0 * (TIPS_NUM_CLASSES - 1) * k)
+    scaled = g.binary(mul, v_seg, slope, "segmentation/scaled", logits_shape)
+    logits = g.binary(add, scaled, g.const("segmentation/intercept", -k * k),
+                      "segmentation_logits", logits_shape)
+
+    return g.model([image], [depth, normals, logits],
+                   "dense_perception test model: TIPSv2-B14-DPT signature")
+
+
+def build_signature_model(
+    input_shapes: Sequence[Sequence[int]],
+    output_shapes: Sequence[Sequence[int]],
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+) -> fb.ModelT:
+    """Model with an arbitrary float32 signature: every output = mean(input 0).
+
+    Each output tensor is FILLed with the scalar mean of the first input (other
+    inputs are accepted but unused), so any shape combination is valid.
+    """
+    if not input_shapes:
+        raise ValueError("need at least one input")
+    input_names = list(input_names or [f"input_{i}" for i in range(len(input_shapes))])
+    output_names = list(output_names or [f"output_{i}" for i in range(len(output_shapes))])
+    g = GraphBuilder()
+    inputs = [g.tensor(nm, shp) for nm, shp in zip(input_names, input_shapes)]
+    mean = g.reduce(fb.BuiltinOperator.MEAN, inputs[0], range(len(input_shapes[0])), False, "mean", ())
+    outputs = []
+    for nm, shp in zip(output_names, output_shapes):
+        out = g.tensor(nm, shp)
+        dims = g.const(f"{nm}/dims", list(shp), np.int32)
+        g.op(fb.BuiltinOperator.FILL, [dims, mean], [out], fb.FillOptionsT(), fb.BuiltinOptions.FillOptions)
+        outputs.append(out)
+    return g.model(inputs, outputs, "dense_perception test model: arbitrary signature")
+
+
+def write_signature_model(
+    path: str | Path,
+    input_shapes: Sequence[Sequence[int]],
+    output_shapes: Sequence[Sequence[int]],
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+) -> Path:
+    """Write :func:`build_signature_model` to ``path`` (e.g. for unknown-signature tests)."""
+    return _write(build_signature_model(input_shapes, output_shapes, input_names, output_names), path)
+
+
+def write_da3_model(path: str | Path) -> Path:
+    """Write the DA3-Small stand-in model to ``path``."""
+    return _write(build_da3_model(), path)
+
+
+def write_tipsv2_model(path: str | Path) -> Path:
+    """Write the TIPSv2-B14-DPT stand-in model to ``path``."""
+    return _write(build_tipsv2_model(), path)
+
+
+def write_all(out_dir: str | Path) -> list[Path]:
+    """Write both test models into ``out_dir`` and return their paths."""
+    out_dir = Path(out_dir)
+    return [write_da3_model(out_dir / DA3_FILENAME), write_tipsv2_model(out_dir / TIPS_FILENAME)]
+
+
+# --- numpy references ----------------------------------------------------------
+def da3_reference(x_nchw: np.ndarray) -> np.ndarray:
+    """Expected DA3 stand-in output: float32 [N,1,H,W] depth."""
+    x = np.asarray(x_nchw, dtype=np.float64)
+    w = np.reshape(DA3_WEIGHTS, (1, 3, 1, 1))
+    return (DA3_BIAS + (x * w).sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def resize_bilinear_half_pixel(img: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
+    """Bilinear resize of the last two axes (align_corners=False, half-pixel centres).
+
+    Matches TFLite RESIZE_BILINEAR(half_pixel_centers=True) and
+    ``cv2.resize(..., interpolation=cv2.INTER_LINEAR)`` for scale factors < 2.
+    """
+    def axis(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        src = np.clip((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0, n_in - 1)
+        i0 = np.floor(src).astype(np.int64)
+        return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+
+    img = np.asarray(img, dtype=np.float64)
+    y0, y1, fy = axis(img.shape[-2], out_h)
+    x0, x1, fx = axis(img.shape[-1], out_w)
+    rows = img[..., y0, :] * (1 - fy)[:, None] + img[..., y1, :] * fy[:, None]
+    return rows[..., x0] * (1 - fx) + rows[..., x1] * fx
+
+
+def tipsv2_reference(x_nchw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Expected TIPSv2 stand-in outputs.
+
+    Returns ``(depth [N,1,H,W] float32, normals [N,3,H,W] float32,
+    labels [N,256,256] int64)`` where labels = argmax over the 150 logits,
+    i.e. round(149*v) clipped to 0..149 (exact .5 ties resolve downwards,
+    like argmax; float32 rounding in the model may flip labels within ~1e-3
+    of a tie).
+    """
+    x = np.asarray(x_nchw, dtype=np.float64)
+    r, g, b = x[:, 0:1], x[:, 1:2], x[:, 2:3]
+    depth = TIPS_DEPTH_BIAS + sum(wc * ch for wc, ch in zip(TIPS_DEPTH_WEIGHTS, (r, g, b)))
+    v = np.concatenate([2 * r - 1, 2 * g - 1, -np.ones_like(b)], axis=1)
+    normals = v / np.linalg.norm(v, axis=1, keepdims=True)
+    seg = resize_bilinear_half_pixel(b[:, 0], TIPS_SEG_SIZE, TIPS_SEG_SIZE)
+    top = TIPS_NUM_CLASSES - 1
+    labels = np.clip(np.ceil(top * seg - 0.5), 0, top).astype(np.int64)
+    return depth.astype(np.float32), normals.astype(np.float32), labels
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """CLI entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent,
+                        help="output directory (default: this script's directory)")
+    args = parser.parse_args(argv)
+    for path in write_all(args.out_dir):
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()
