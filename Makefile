@@ -44,7 +44,7 @@ models: setup
 test: setup $(VENV14)/.ready
 	$(PY) -m pytest -q
 	@echo "== runner and end-to-end tests again under ai-edge-litert 1.4.0 =="
-	$(PY14) -m pytest -q -m "not ros" test/test_runner.py test/test_pipeline.py
+	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py
 
 demo: setup
 	$(PY) -m dense_perception.demo $(if $(MODEL),--model $(MODEL),)

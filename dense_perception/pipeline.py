@@ -14,10 +14,10 @@ import numpy as np
 from . import postprocess as post
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
-from .models import ModelSpec
+from .models import MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
-from .runner import Runner
+from .runner import Runner, open_runner
 from .timing import StageTimer
 
 
@@ -213,3 +213,24 @@ def camera_intrinsics_problem(k: Intrinsics | None, width: int, height: int) -> 
         return f"CameraInfo is for {k.width}x{k.height} but the image is {width}x{height}"
     problem = k.problem()
     return None if problem is None else f"CameraInfo unusable ({problem})"
+
+
+def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "auto",
+                  num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
+                  log=print) -> DensePipeline:
+    """Check the configuration, load the model, detect its kind and build the pipeline.
+
+    Raises ValueError (bad configuration), ModelLoadError (file or backend) or
+    ModelSignatureError (unsupported model), each with a message that says how to fix it.
+    """
+    problem = config.problem()
+    if problem:
+        raise ValueError(problem)
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"model_type '{model_type}' is unknown; allowed: {', '.join(MODEL_TYPES)}")
+    runner = open_runner(model_path, backend, num_threads, log=log, warmup=False)
+    spec = detect_model_spec(runner.input_shapes, runner.output_shapes, model_type,
+                             source=f"model file '{model_path}'")
+    runner.input_buffer()[...] = 0.0  # warm-up: the first invoke allocates and packs weights
+    runner.run()
+    return DensePipeline(runner, spec, config)

@@ -89,7 +89,8 @@ class GraphBuilder:
         self.tensors.append(t)
         return len(self.tensors) - 1
 
-    def const(self, name: str, value: np.ndarray | Sequence[float], dtype: type = np.float32) -> int:
+    def const(self, name: str, value: np.ndarray | Sequence[float],
+              dtype: type = np.float32) -> int:
         """Add a constant tensor holding ``value`` and return its index."""
         arr = np.ascontiguousarray(value, dtype=dtype)
         buf = _AlignedBufferT()
@@ -169,7 +170,8 @@ class GraphBuilder:
         opts = fb.ReshapeOptionsT()
         opts.newShape = list(shape)
         shape_t = self.const(f"{name}/shape", list(shape), np.int32)
-        self.op(fb.BuiltinOperator.RESHAPE, [x, shape_t], [out], opts, fb.BuiltinOptions.ReshapeOptions)
+        self.op(fb.BuiltinOperator.RESHAPE, [x, shape_t], [out], opts,
+                fb.BuiltinOptions.ReshapeOptions)
         return out
 
 
@@ -179,7 +181,8 @@ def _channel_affine(g: GraphBuilder, x: int, shape: Sequence[int], weights: Sequ
     n, c, h, w = shape
     wt = g.const(f"{name}/channel_weights", np.reshape(weights, (1, c, 1, 1)))
     scaled = g.binary(fb.BuiltinOperator.MUL, x, wt, f"{name}/weighted", shape)
-    summed = g.reduce(fb.BuiltinOperator.SUM, scaled, [1], True, f"{name}/channel_sum", (n, 1, h, w))
+    summed = g.reduce(fb.BuiltinOperator.SUM, scaled, [1], True, f"{name}/channel_sum",
+                      (n, 1, h, w))
     b = g.const(f"{name}/bias", np.full((1, 1, 1, 1), bias))
     return g.binary(fb.BuiltinOperator.ADD, summed, b, name, (n, 1, h, w))
 
@@ -231,8 +234,9 @@ def build_tipsv2_model() -> fb.ModelT:
     resized = g.tensor("segmentation/resized", (n, s, s, 1))
     opts = fb.ResizeBilinearOptionsT()
     opts.alignCorners, opts.halfPixelCenters = False, True
-    g.op(fb.BuiltinOperator.RESIZE_BILINEAR, [blue_nhwc, g.const("segmentation/out_size", [s, s], np.int32)],
-         [resized], opts, fb.BuiltinOptions.ResizeBilinearOptions, version=3)  # v3: half_pixel_centers
+    out_size = g.const("segmentation/out_size", [s, s], np.int32)
+    g.op(fb.BuiltinOperator.RESIZE_BILINEAR, [blue_nhwc, out_size], [resized], opts,
+         fb.BuiltinOptions.ResizeBilinearOptions, version=3)  # v3: half_pixel_centers
     v_seg = g.reshape(resized, "segmentation/v", (n, 1, s, s))
     k = np.arange(TIPS_NUM_CLASSES, dtype=np.float32).reshape(1, -1, 1, 1)
     logits_shape = (n, TIPS_NUM_CLASSES, s, s)
@@ -262,12 +266,14 @@ def build_signature_model(
     output_names = list(output_names or [f"output_{i}" for i in range(len(output_shapes))])
     g = GraphBuilder()
     inputs = [g.tensor(nm, shp) for nm, shp in zip(input_names, input_shapes)]
-    mean = g.reduce(fb.BuiltinOperator.MEAN, inputs[0], range(len(input_shapes[0])), False, "mean", ())
+    all_axes = range(len(input_shapes[0]))
+    mean = g.reduce(fb.BuiltinOperator.MEAN, inputs[0], all_axes, False, "mean", ())
     outputs = []
     for nm, shp in zip(output_names, output_shapes):
         out = g.tensor(nm, shp)
         dims = g.const(f"{nm}/dims", list(shp), np.int32)
-        g.op(fb.BuiltinOperator.FILL, [dims, mean], [out], fb.FillOptionsT(), fb.BuiltinOptions.FillOptions)
+        g.op(fb.BuiltinOperator.FILL, [dims, mean], [out], fb.FillOptionsT(),
+             fb.BuiltinOptions.FillOptions)
         outputs.append(out)
     return g.model(inputs, outputs, "dense_perception test model: arbitrary signature")
 
@@ -280,7 +286,8 @@ def write_signature_model(
     output_names: Sequence[str] | None = None,
 ) -> Path:
     """Write :func:`build_signature_model` to ``path`` (e.g. for unknown-signature tests)."""
-    return _write(build_signature_model(input_shapes, output_shapes, input_names, output_names), path)
+    model = build_signature_model(input_shapes, output_shapes, input_names, output_names)
+    return _write(model, path)
 
 
 def write_da3_model(path: str | Path) -> Path:

@@ -1,0 +1,192 @@
+"""LiteRT model runner: GPU through ``CompiledModel``, CPU through the XNNPACK ``Interpreter``.
+
+Works with ai-edge-litert 2.x and with 1.4.x (the newest wheel for Linux aarch64, i.e. the
+Raspberry Pi 5) by detecting features instead of pinning a version:
+
+* CPU: ``Interpreter`` with XNNPACK (on by default) and ``num_threads``. Its ``invoke`` releases
+  the GIL, so pre/post-processing of other frames can overlap inference, and its tensors can be
+  read and written in place.
+* GPU: ``CompiledModel`` with ``HardwareAccelerator.GPU`` (2.x only). Asking for a GPU that does
+  not work raises ``RuntimeError``; ``backend='auto'`` then falls back to the CPU and says why.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Protocol
+
+import numpy as np
+
+import ai_edge_litert
+from ai_edge_litert.interpreter import Interpreter
+
+from .tflite_file import CorruptModelError, read_signature
+
+BACKENDS = ("auto", "gpu", "cpu")
+Log = Callable[[str], None]
+
+
+class ModelLoadError(RuntimeError):
+    """The model file cannot be used; the message says what is wrong and how to fix it."""
+
+
+class Runner(Protocol):
+    """What the pipeline needs from a loaded model."""
+
+    backend: str        # "cpu" or "gpu"
+    description: str    # e.g. "cpu (XNNPACK Interpreter, 4 threads)"
+    input_shapes: list[tuple[int, ...]]
+    output_shapes: list[tuple[int, ...]]
+
+    def input_buffer(self) -> np.ndarray:
+        """The model input to write in place (do not keep it past the next ``run``)."""
+
+    def run(self) -> list[np.ndarray]:
+        """Run once; outputs in model order, valid until the next ``run``."""
+
+
+def litert_version() -> str:
+    """The installed ai-edge-litert version."""
+    return getattr(ai_edge_litert, "__version__", "unknown")
+
+
+def default_num_threads() -> int:
+    """All cores this process may use (4 on a Raspberry Pi 5)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class InterpreterRunner:
+    """CPU inference with the LiteRT Interpreter and its default XNNPACK delegate."""
+
+    backend = "cpu"
+
+    def __init__(self, model_path: str, num_threads: int) -> None:
+        self._interpreter = Interpreter(model_path=model_path, num_threads=num_threads)
+        self._interpreter.allocate_tensors()
+        inputs = self._interpreter.get_input_details()
+        outputs = self._interpreter.get_output_details()
+        self.input_shapes = [tuple(int(d) for d in t["shape"]) for t in inputs]
+        self.output_shapes = [tuple(int(d) for d in t["shape"]) for t in outputs]
+        # tensor() gives callables returning views into the interpreter's own memory: no copies.
+        self._input = self._interpreter.tensor(inputs[0]["index"])
+        self._outputs = [self._interpreter.tensor(t["index"]) for t in outputs]
+        self.description = f"cpu (XNNPACK Interpreter, {num_threads} threads)"
+
+    def input_buffer(self) -> np.ndarray:
+        return self._input()
+
+    def run(self) -> list[np.ndarray]:
+        self._interpreter.invoke()
+        return [view() for view in self._outputs]
+
+
+class CompiledModelRunner:
+    """Inference with the LiteRT CompiledModel API (2.x) on an accelerator: the GPU, or the CPU
+    (which lets tests exercise this code path on machines without a GPU)."""
+
+    def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1) -> None:
+        from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
+
+        if not hasattr(cm, "Options"):
+            raise RuntimeError(f"ai-edge-litert {litert_version()} has no accelerator options "
+                               "in Python (CompiledModel options need 2.x)")
+        if accelerator == "gpu":
+            options = cm.Options(cm.HardwareAccelerator.GPU)
+        else:
+            options = cm.Options(cm.HardwareAccelerator.CPU,
+                                 cpu_options=cm.CpuOptions(num_threads=num_threads))
+        self.backend = accelerator
+        self._model = cm.CompiledModel.from_file(model_path, options=options)
+        self._inputs = self._model.create_input_buffers(0)
+        self._outputs = self._model.create_output_buffers(0)
+        # Buffers come in the signature's order; read shapes by name in that same order.
+        signature = self._model.get_signature_by_index(0)
+        details_in = self._model.get_input_tensor_details(signature["key"])
+        details_out = self._model.get_output_tensor_details(signature["key"])
+        self.input_shapes = [tuple(int(d) for d in details_in[n]["shape"])
+                             for n in signature["inputs"]]
+        self.output_shapes = [tuple(int(d) for d in details_out[n]["shape"])
+                              for n in signature["outputs"]]
+        self._input = np.zeros(self.input_shapes[0], np.float32)
+        self.description = f"{accelerator} (LiteRT CompiledModel)"
+
+    def input_buffer(self) -> np.ndarray:
+        return self._input
+
+    def run(self) -> list[np.ndarray]:
+        self._inputs[0].write(self._input)
+        self._model.run_by_index(0, self._inputs, self._outputs)
+        return [buf.read(int(np.prod(shape)), np.float32).reshape(shape)
+                for buf, shape in zip(self._outputs, self.output_shapes)]
+
+
+def check_model_file(model_path: str) -> None:
+    """ModelLoadError with a fix when ``model_path`` is missing, unreadable or not a .tflite."""
+    path = Path(model_path)
+    hint = ("Put the model file there (see models/README.md for where the real files come "
+            "from) or set the model_path parameter")
+    if not model_path:
+        raise ModelLoadError(f"model_path is empty. {hint}.")
+    if not path.is_file():
+        raise ModelLoadError(f"model file '{model_path}' does not exist. {hint}.")
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise ModelLoadError(f"model file '{model_path}' cannot be read ({exc.strerror}). "
+                             "Check its permissions.") from None
+    if len(head) < 8 or head[4:8] != b"TFL3":
+        raise ModelLoadError(f"model file '{model_path}' is not a LiteRT/TFLite flatbuffer "
+                             "(no TFL3 identifier). Use a .tflite file (see models/README.md).")
+    try:
+        read_signature(path)
+    except CorruptModelError as exc:
+        raise ModelLoadError(f"model file '{model_path}' is damaged: {exc}. Download it again "
+                             "(see models/README.md).") from None
+
+
+def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
+                log: Log = print, warmup: bool = True) -> Runner:
+    """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu') and warm it up.
+
+    ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why; ``gpu``
+    raises ModelLoadError when the GPU does not initialise. ``num_threads`` -1 = all cores.
+    """
+    if backend not in BACKENDS:
+        raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
+    if num_threads == 0 or num_threads < -1:
+        raise ModelLoadError(f"num_threads must be >= 1, or -1 for all cores; got {num_threads}")
+    check_model_file(model_path)
+    runner: Runner | None = None
+    if backend in ("auto", "gpu"):
+        try:
+            runner = CompiledModelRunner(model_path)
+        except RuntimeError as exc:
+            reason = "no usable GPU device; LiteRT said: " + _first_line(exc)
+            if backend == "gpu":
+                raise ModelLoadError(
+                    f"the GPU backend did not initialise ({reason}). Check the GPU driver "
+                    "(OpenCL/Vulkan), or set backend to 'auto' or 'cpu'.") from None
+            log(f"GPU unavailable ({reason}); falling back to CPU (XNNPACK)")
+    if runner is None:
+        threads = default_num_threads() if num_threads == -1 else num_threads
+        try:
+            runner = InterpreterRunner(model_path, threads)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelLoadError(f"model file '{model_path}' could not be loaded by LiteRT "
+                                 f"({_first_line(exc)}). Re-download it (see "
+                                 "models/README.md).") from None
+    if warmup:
+        runner.input_buffer()[...] = 0.0
+        runner.run()
+    log(f"running on {runner.description}, ai-edge-litert {litert_version()}")
+    return runner
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return (text[:200] + "...") if len(text) > 200 else (text or type(exc).__name__)

@@ -1,0 +1,119 @@
+"""The LiteRT runner on real LiteRT: backends, in-place I/O, errors. Runs under 1.4.x and 2.x."""
+
+import os
+
+import numpy as np
+import pytest
+
+from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
+from dense_perception.runner import (CompiledModelRunner, InterpreterRunner, ModelLoadError,
+                                     litert_version, open_runner)
+
+LITERT_2 = not litert_version().startswith("1.")
+
+
+def gpu_works() -> bool:
+    try:
+        CompiledModelRunner(TIPS_TEST_MODEL, "gpu")
+        return True
+    except RuntimeError:
+        return False
+
+
+def random_input(shape, seed=0):
+    return np.random.default_rng(seed).uniform(0, 1, shape).astype(np.float32)
+
+
+def test_cpu_runner_writes_in_place_and_matches_reference(maker):
+    runner = open_runner(TIPS_TEST_MODEL, "cpu", num_threads=2, log=lambda _: None)
+    assert runner.backend == "cpu" and "2 threads" in runner.description
+    x = random_input((1, 3, 448, 448))
+    runner.input_buffer()[...] = x
+    depth, normals, logits = runner.run()
+    ref_depth, ref_normals, ref_labels = maker.tipsv2_reference(x)
+    np.testing.assert_allclose(depth, ref_depth, atol=1e-5)
+    np.testing.assert_allclose(normals, ref_normals, atol=1e-5)
+    agreement = np.mean(logits[0].argmax(0) == ref_labels[0])
+    assert agreement > 0.999  # only float ties at .5 may differ
+
+
+def test_da3_runner_output(maker):
+    runner = open_runner(DA3_TEST_MODEL, "cpu", log=lambda _: None)
+    x = random_input((1, 3, 896, 504), seed=3) * 4 - 2
+    runner.input_buffer()[...] = x
+    (depth,) = runner.run()
+    np.testing.assert_allclose(depth, maker.da3_reference(x), atol=1e-5)
+
+
+def test_auto_falls_back_to_cpu_and_says_why():
+    if gpu_works():
+        pytest.skip("this machine has a working GPU accelerator")
+    messages = []
+    runner = open_runner(TIPS_TEST_MODEL, "auto", log=messages.append)
+    assert runner.backend == "cpu"
+    assert any("GPU unavailable" in m and "falling back to CPU" in m for m in messages)
+    assert any("running on cpu" in m for m in messages)
+
+
+def test_gpu_backend_fails_fast_when_no_gpu():
+    if gpu_works():
+        pytest.skip("this machine has a working GPU accelerator")
+    with pytest.raises(ModelLoadError, match="GPU backend did not initialise.*'auto' or 'cpu'"):
+        open_runner(TIPS_TEST_MODEL, "gpu", log=lambda _: None)
+
+
+@pytest.mark.skipif(not LITERT_2, reason="CompiledModel accelerator options need ai-edge-litert 2.x")
+def test_compiled_model_path_matches_interpreter():
+    """The CompiledModel code path (used for the GPU) gives the Interpreter's outputs."""
+    compiled = CompiledModelRunner(TIPS_TEST_MODEL, "cpu", num_threads=2)
+    interp = InterpreterRunner(TIPS_TEST_MODEL, 2)
+    assert compiled.output_shapes == interp.output_shapes
+    x = random_input((1, 3, 448, 448), seed=5)
+    compiled.input_buffer()[...] = x
+    interp.input_buffer()[...] = x
+    for a, b in zip(compiled.run(), interp.run()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ModelLoadError, match="does not exist.*models/README.md.*model_path"):
+        open_runner(str(tmp_path / "da3_small_gpu_fp16.tflite"), "cpu")
+    with pytest.raises(ModelLoadError, match="model_path is empty"):
+        open_runner("", "cpu")
+
+
+def test_not_a_tflite(tmp_path):
+    junk = tmp_path / "junk.tflite"
+    junk.write_bytes(b"<html>404 not found</html>")
+    with pytest.raises(ModelLoadError, match="not a LiteRT/TFLite flatbuffer"):
+        open_runner(str(junk), "cpu")
+    (tmp_path / "empty.tflite").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="not a LiteRT/TFLite flatbuffer"):
+        open_runner(str(tmp_path / "empty.tflite"), "cpu")
+
+
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9, 0.99])
+def test_truncated_file_is_an_error_not_a_crash(tmp_path, keep):
+    """A partial download must not reach LiteRT (1.4.0 segfaults on some truncated files)."""
+    data = open(TIPS_TEST_MODEL, "rb").read()
+    truncated = tmp_path / "truncated.tflite"
+    truncated.write_bytes(data[:int(len(data) * keep)])
+    with pytest.raises(ModelLoadError, match="is damaged: truncated or corrupt.*again"):
+        open_runner(str(truncated), "cpu", log=lambda _: None)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable(tmp_path):
+    path = tmp_path / "locked.tflite"
+    path.write_bytes(open(DA3_TEST_MODEL, "rb").read())
+    path.chmod(0)
+    with pytest.raises(ModelLoadError, match="cannot be read"):
+        open_runner(str(path), "cpu")
+
+
+def test_bad_arguments():
+    with pytest.raises(ModelLoadError, match="backend 'tpu' is unknown"):
+        open_runner(DA3_TEST_MODEL, "tpu")
+    for bad in (0, -2):
+        with pytest.raises(ModelLoadError, match="num_threads must be >= 1, or -1 for all cores"):
+            open_runner(DA3_TEST_MODEL, "cpu", num_threads=bad)
