@@ -1,0 +1,96 @@
+"""The node's health as a diagnostic_msgs/DiagnosticArray (per-stage timing, rates, drops)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from .timing import StageStats
+
+ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERROR
+STAGES = ("preprocess", "inference", "postprocess", "publish")
+
+
+@dataclass
+class FrameStats:
+    """Counters the worker thread updates and the diagnostics timer reads."""
+
+    processed: int = 0
+    rejected: int = 0
+    failed: int = 0
+    idle: int = 0  # frames skipped because no output had a subscriber
+    consecutive_failures: int = 0
+    last_error: str = ""
+    last_age_s: float = 0.0  # receive -> published, for the last frame
+    camera_info: str = "none received"
+    intrinsics_guessed: bool = False
+    input_size: tuple[int, int] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record_failure(self, error: str) -> None:
+        with self._lock:
+            self.failed += 1
+            self.consecutive_failures += 1
+            self.last_error = error
+
+    def record_success(self, age_s: float) -> None:
+        with self._lock:
+            self.processed += 1
+            self.consecutive_failures = 0
+            self.last_age_s = age_s
+
+
+def health(stats: FrameStats, inference_mean_ms: float | None) -> tuple[bytes, str]:
+    """Diagnostic level and summary message."""
+    if stats.consecutive_failures >= ERROR_AFTER_FAILURES:
+        return DiagnosticStatus.ERROR, (f"{stats.consecutive_failures} frames failed in a row: "
+                                        f"{stats.last_error}")
+    if stats.consecutive_failures:
+        return DiagnosticStatus.WARN, f"last frame failed: {stats.last_error}"
+    if inference_mean_ms and stats.processed and \
+            stats.last_age_s * 1000.0 > 2.0 * inference_mean_ms + 100.0:
+        return DiagnosticStatus.WARN, (f"falling behind: outputs are {stats.last_age_s:.2f} s "
+                                       f"old, inference takes {inference_mean_ms:.0f} ms")
+    if stats.intrinsics_guessed:
+        return DiagnosticStatus.WARN, f"point cloud geometry is a guess ({stats.camera_info})"
+    if not stats.processed:
+        return DiagnosticStatus.OK, "waiting for images (or for subscribers)"
+    return DiagnosticStatus.OK, "running"
+
+
+def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_size: str,
+                      fit: str, stats: FrameStats, stages: dict[str, StageStats],
+                      input_hz: float, output_hz: float, dropped: int) -> DiagnosticArray:
+    """One DiagnosticStatus named ``name`` with every figure a user tunes the node by."""
+    inference = stages.get("inference")
+    level, message = health(stats, inference.mean_ms if inference else None)
+    size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"
+    values = {
+        "backend": backend,
+        "model kind": model_kind,
+        "input size -> model size": f"{size} -> {model_size}",
+        "fit": fit,
+        "camera_info": stats.camera_info,
+        "input rate (Hz)": f"{input_hz:.2f}",
+        "output rate (Hz)": f"{output_hz:.2f}",
+        "frames processed": str(stats.processed),
+        "frames dropped": str(dropped),
+        "frames rejected": str(stats.rejected),
+        "frames failed": str(stats.failed),
+        "frames idle (no subscribers)": str(stats.idle),
+        "output age (s)": f"{stats.last_age_s:.3f}",
+        "last error": stats.last_error or "-",
+    }
+    for stage in STAGES:
+        s = stages.get(stage)
+        values[f"{stage} mean (ms)"] = f"{s.mean_ms:.2f}" if s else "-"
+        values[f"{stage} p95 (ms)"] = f"{s.p95_ms:.2f}" if s else "-"
+    status = DiagnosticStatus(level=level, name=name, message=message,
+                              hardware_id=backend,
+                              values=[KeyValue(key=k, value=v) for k, v in values.items()])
+    array = DiagnosticArray()
+    array.header.stamp = stamp
+    array.status = [status]
+    return array
