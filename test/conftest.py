@@ -23,3 +23,11 @@ def load_test_model_maker():
 @pytest.fixture(scope="session")
 def maker():
     return load_test_model_maker()
+
+
+def pytest_configure(config):
+    """Keep DDS on this machine and on a domain of this test process's own."""
+    import os
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if "DENSE_PERCEPTION_KEEP_DOMAIN" not in os.environ:
+        os.environ["ROS_DOMAIN_ID"] = str(110 + os.getpid() % 100)

@@ -1,0 +1,283 @@
+"""The node over real DDS (pip ROS 2 Kilted): every output topic, headers, values, behaviour."""
+
+import json
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
+from ros_harness import Harness, camera_info  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from test_pipeline import (camera_colour_at_published, da3_depth_of, gradient_frame,  # noqa: E402
+                           tips_depth_of, tips_normals_of)
+
+from dense_perception.fit import make_fit_plan  # noqa: E402
+from dense_perception.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.messages import cloud_to_points  # noqa: E402
+
+pytestmark = pytest.mark.ros
+OK, WARN, ERROR = 0, 1, 2
+
+
+def as_array(msg: Image) -> np.ndarray:
+    dtype, channels = {"32FC1": (np.float32, 1), "32FC3": (np.float32, 3), "16UC1": (np.uint16, 1),
+                       "mono8": (np.uint8, 1), "rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3)}[
+        msg.encoding]
+    data = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.step)
+    row = data[:, :msg.width * channels * np.dtype(dtype).itemsize].copy().view(dtype)
+    return row.reshape(msg.height, msg.width, channels).squeeze(-1) if channels == 1 else \
+        row.reshape(msg.height, msg.width, channels)
+
+
+class HookedRunner:
+    """Wraps the node's runner: counts runs, adds a delay, or raises on demand."""
+
+    def __init__(self, inner, delay: float = 0.0):
+        self.inner, self.delay, self.runs, self.fail = inner, delay, 0, False
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def run(self):
+        self.runs += 1
+        if self.fail:
+            raise RuntimeError("injected invoke failure")
+        if self.delay:
+            time.sleep(self.delay)
+        return self.inner.run()
+
+
+@pytest.fixture
+def harness_factory():
+    made = []
+
+    def make(params, **kwargs):
+        h = Harness(params, **kwargs)
+        made.append(h)
+        return h
+    yield make
+    for h in made:
+        h.close()
+
+
+def same_header(msg, header):
+    return msg.header.stamp == header.stamp and msg.header.frame_id == header.frame_id
+
+
+def test_tipsv2_every_output(harness_factory):
+    h = harness_factory({"model_path": TIPS_TEST_MODEL, "points_stride": 4})
+    h.subscribe("segmentation/classes", String, transient=True)
+    h.wait_matched(("depth/image", "normals/image", "segmentation/labels", "points"))
+    exact = gradient_frame(640, 480, blue=200)
+    frame = np.rint(exact).astype(np.uint8)
+    info = camera_info(640, 480, fx=520.0)
+    header = h.header(sec=1234, nanosec=5678)
+    h.publish_frame(frame, header, info=info)
+    plan = make_fit_plan(640, 480, 448, 448, "crop")
+    colour = camera_colour_at_published(exact, plan, "model")
+
+    depth_msg = h.wait_for("depth/image")[0]
+    assert same_header(depth_msg, header) and depth_msg.encoding == "32FC1"
+    depth = as_array(depth_msg)
+    assert depth.shape == (448, 448)
+    assert np.abs(depth - tips_depth_of(colour))[4:-4, 4:-4].max() < 0.02
+
+    info_msg = h.wait_for("depth/camera_info")[0]
+    expected_k = plan.published_intrinsics(Intrinsics.from_k(info.k, 640, 480), "model")
+    assert same_header(info_msg, header) and (info_msg.width, info_msg.height) == (448, 448)
+    np.testing.assert_allclose(info_msg.k, expected_k.k(), rtol=1e-9)
+
+    normals_msg = h.wait_for("normals/image")[0]
+    assert same_header(normals_msg, header) and normals_msg.encoding == "32FC3"
+    normals = as_array(normals_msg)
+    assert np.abs(normals - tips_normals_of(colour))[4:-4, 4:-4].max() < 0.02
+
+    labels_msg = h.wait_for("segmentation/labels")[0]
+    assert labels_msg.encoding == "mono8" and same_header(labels_msg, header)
+    assert (as_array(labels_msg) == round(149 * 200 / 255)).all()
+
+    for topic, encoding in [("depth/colored", "bgr8"), ("normals/colored", "rgb8"),
+                            ("segmentation/colored", "rgb8")]:
+        msg = h.wait_for(topic)[0]
+        assert msg.encoding == encoding and same_header(msg, header)
+        assert (msg.width, msg.height) == (448, 448)
+
+    cloud_msg = h.wait_for("points")[0]
+    assert same_header(cloud_msg, header)
+    assert [f.name for f in cloud_msg.fields] == ["x", "y", "z", "rgb"]
+    cloud = cloud_to_points(cloud_msg)
+    assert cloud.shape == (1, 112 * 112)
+    # A few points against the back-projection of the published depth with the published K.
+    k = Intrinsics.from_k(info_msg.k, 448, 448)
+    for v, u in [(0, 0), (40, 100), (111, 111)]:
+        p = cloud[0, v * 112 + u]
+        z = depth[v * 4, u * 4]
+        assert p["z"] == pytest.approx(z)
+        assert p["x"] == pytest.approx((u * 4 - k.cx) * z / k.fx, rel=1e-5)
+        assert p["y"] == pytest.approx((v * 4 - k.cy) * z / k.fy, rel=1e-5)
+
+    classes = json.loads(h.wait_for("segmentation/classes")[0].data)
+    assert len(classes) == 150 and classes[0] == "wall" and classes[149] == "flag"
+
+    level, message, values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")
+    assert level == OK, message
+    assert values["model kind"] == "tipsv2"
+    assert values["input size -> model size"] == "640x480 -> 448x448"
+    assert values["camera_info"] == "matched image stamp"
+    assert float(values["inference mean (ms)"]) > 0 and float(values["publish mean (ms)"]) > 0
+    assert values["backend"].startswith(("cpu", "gpu"))
+    assert h.received["/diagnostics"][-1].status[0].name == \
+        "dense_perception: test_tipsv2_b14_dpt.tflite"
+
+
+def test_da3_publishes_depth_only_and_16uc1_millimetres(harness_factory):
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "depth_encoding": "16UC1",
+                         "fit": "rotate"}, subscribe=("depth/image", "/diagnostics"))
+    published = {name for name, _ in h.node.get_publisher_names_and_types_by_node(
+        "dense_perception", "/")}
+    assert {"/depth/image", "/depth/camera_info", "/depth/colored", "/points"} <= published
+    assert not any(t.startswith(("/normals", "/segmentation")) for t in published)
+    h.wait_matched(("depth/image",))
+    exact = gradient_frame(1280, 720)
+    header = h.header()
+    h.publish_frame(np.rint(exact).astype(np.uint8)[:, :, ::-1].copy(), header, encoding="bgr8")
+    msg = h.wait_for("depth/image")[0]
+    assert msg.encoding == "16UC1" and (msg.width, msg.height) == (896, 504)  # turned back
+    plan = make_fit_plan(1280, 720, 504, 896, "rotate")
+    expected_mm = da3_depth_of(camera_colour_at_published(exact, plan, "model")) * 1000
+    assert np.abs(as_array(msg).astype(float) - expected_mm)[4:-4, 4:-4].max() < 20
+
+
+def test_newest_frame_wins_without_backlog(harness_factory):
+    hooks = []
+
+    def slow(runner):
+        hooks.append(HookedRunner(runner, delay=0.4))
+        return hooks[0]
+    h = harness_factory({"model_path": DA3_TEST_MODEL}, runner_hook=slow,
+                        subscribe=("depth/image", "/diagnostics"))
+    h.wait_matched(("depth/image",))
+    frame = np.zeros((480, 640, 3), np.uint8)
+    headers = [h.header(sec=100 + i) for i in range(30)]
+    for header in headers:  # 30 fps for one second
+        h.publish_frame(frame, header)
+        time.sleep(1 / 30)
+    last = h.wait_for("depth/image", where=lambda m: m.header.stamp == headers[-1].stamp,
+                      timeout=5)[0]
+    assert last is not None
+    outputs = h.received["depth/image"]
+    assert len(outputs) <= 5  # about one per inference, not one per frame
+    assert hooks[0].runs == len(outputs)
+    _, _, values = h.diagnostics(lambda d: int(d[2]["frames processed"]) == len(outputs))
+    assert int(values["frames dropped"]) >= 30 - len(outputs) - 2
+    assert float(values["input rate (Hz)"]) > 10
+
+
+def bad_image(**fields):
+    msg = Image()
+    msg.height, msg.width, msg.encoding, msg.step = 4, 4, "rgb8", 12
+    msg.data = bytes(48)
+    for k, v in fields.items():
+        setattr(msg, k, v)
+    return msg
+
+
+def test_bad_frames_are_skipped_and_the_node_lives_on(harness_factory):
+    h = harness_factory({"model_path": TIPS_TEST_MODEL},
+                        subscribe=("depth/image", "/diagnostics"))
+    h.wait_matched(("depth/image",))
+    bad = [bad_image(encoding="yuv422"), bad_image(step=5), bad_image(data=bytes(10)),
+           bad_image(width=0, step=0, data=b""), bad_image(encoding="16UC1", step=8, data=bytes(32))]
+    for msg in bad:
+        msg.header = h.header()
+        h.image_pub.publish(msg)
+        time.sleep(0.15)  # one at a time: the slot keeps only the newest
+    _, _, values = h.diagnostics(lambda d: d[2]["frames rejected"] == str(len(bad)))
+    good = h.header()
+    h.publish_frame(np.zeros((48, 64, 3), np.uint8), good)
+    assert h.wait_for("depth/image", where=lambda m: m.header.stamp == good.stamp)
+
+
+def test_missing_camera_info_uses_fallback_and_warns(harness_factory):
+    h = harness_factory({"model_path": TIPS_TEST_MODEL, "fallback_hfov_deg": 90.0},
+                        subscribe=("points", "depth/camera_info", "/diagnostics"))
+    h.wait_matched(("points",))
+    h.publish_frame(np.full((448, 448, 3), 90, np.uint8), h.header())
+    assert h.wait_for("points")
+    info = h.wait_for("depth/camera_info")[0]
+    assert info.k[0] == pytest.approx(224.0)  # 448 px over 90 degrees
+    level, message, values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")
+    assert level == WARN and "guess" in message
+    assert "no CameraInfo" in values["camera_info"]
+
+
+def test_model_does_not_run_without_subscribers(harness_factory):
+    hooks = []
+    h = harness_factory({"model_path": DA3_TEST_MODEL},
+                        runner_hook=lambda r: hooks.append(HookedRunner(r)) or hooks[0],
+                        subscribe=("/diagnostics",))
+    for _ in range(3):
+        h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header())
+        time.sleep(0.15)
+    h.diagnostics(lambda d: int(d[2]["frames idle (no subscribers)"]) >= 3)
+    assert hooks[0].runs == 0
+    h.subscribe("depth/image")
+    h.wait_matched(("depth/image",))
+    h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header())
+    h.wait_for("depth/image")
+    assert hooks[0].runs == 1
+
+
+def test_compressed_input(harness_factory):
+    h = harness_factory({"model_path": TIPS_TEST_MODEL, "input_compressed": True},
+                        subscribe=("depth/image",))
+    h.wait_matched(("depth/image",))
+    exact = gradient_frame(448, 448)
+    frame = np.rint(exact).astype(np.uint8)
+    msg = CompressedImage(format="png")
+    msg.header = h.header()
+    msg.data = cv2.imencode(".png", frame[:, :, ::-1])[1].tobytes()
+    h.compressed_pub.publish(msg)
+    depth = as_array(h.wait_for("depth/image")[0])
+    assert np.abs(depth - tips_depth_of(exact)).max() < 0.02
+
+
+def test_runtime_parameters(harness_factory):
+    from rclpy.parameter import Parameter
+    h = harness_factory({"model_path": TIPS_TEST_MODEL}, subscribe=("depth/image",))
+    h.wait_matched(("depth/image",))
+    results = h.node.set_parameters([Parameter("output_resolution", value="input")])
+    assert results[0].successful
+    h.publish_frame(np.zeros((480, 640, 3), np.uint8), h.header())
+    msg = h.wait_for("depth/image")[0]
+    assert (msg.width, msg.height) == (640, 480)
+    refused = h.node.set_parameters([Parameter("backend", value="cpu")])[0]
+    assert not refused.successful and "restart" in refused.reason
+    bad = h.node.set_parameters([Parameter("fit", value="letterbox")])[0]
+    assert not bad.successful and "crop, stretch, rotate" in bad.reason
+
+
+def test_invoke_failure_mid_run_recovers(harness_factory):
+    hooks = []
+    h = harness_factory({"model_path": TIPS_TEST_MODEL},
+                        runner_hook=lambda r: hooks.append(HookedRunner(r)) or hooks[0],
+                        subscribe=("depth/image", "/diagnostics"))
+    h.wait_matched(("depth/image",))
+    info = camera_info(64, 48)
+    hooks[0].fail = True
+    for _ in range(4):
+        h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header(), info=info)
+        time.sleep(0.15)
+    level, message, values = h.diagnostics(lambda d: d[0] == ERROR)
+    assert "injected invoke failure" in message and int(values["frames failed"]) >= 3
+    hooks[0].fail = False
+    good = h.header()
+    h.publish_frame(np.zeros((48, 64, 3), np.uint8), good, info=info)
+    h.wait_for("depth/image", where=lambda m: m.header.stamp == good.stamp)
+    assert h.diagnostics(lambda d: d[0] == OK)
