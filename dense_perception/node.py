@@ -21,6 +21,7 @@ from typing import Any, Callable
 import rclpy
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, QoSProfile,
                        qos_profile_sensor_data)
@@ -65,7 +66,11 @@ class DensePerceptionNode(Node):
 
     def __init__(self, *, runner_hook: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self._declare_parameters()
+        try:
+            self._declare_parameters()
+        except ParameterException as exc:
+            raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
+                               "are listed in config/depth.yaml.") from None
         values = {p.name: self.get_parameter(p.name).value for p in PARAMS}
         for spec in PARAMS:
             problem = spec.problem(values[spec.name])
@@ -335,14 +340,18 @@ def resolve_model_path(model_path: str) -> str:
     return model_path
 
 
-def main(args: list[str] | None = None) -> int:
-    """Console entry point (``dense_perception_node``): spin until SIGINT/SIGTERM."""
+def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None = None) -> int:
+    """Console entry point (``dense_perception_node``): spin until SIGINT/SIGTERM.
+
+    Returns 0 after a clean stop and 1 when the node could not start (one FATAL line says why).
+    ``runner_hook`` is for tests (e.g. a slow runner to check shutdown mid-inference).
+    """
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        node = DensePerceptionNode()
+        node = DensePerceptionNode(runner_hook=runner_hook)
     except StartupError as exc:
         rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
         rclpy.try_shutdown()
@@ -353,6 +362,8 @@ def main(args: list[str] | None = None) -> int:
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
     finally:
+        # The worker may be inside a long inference: it is a daemon thread, so the process
+        # does not wait for it.
         node.stop()
         executor.shutdown(timeout_sec=0.5)
         node.destroy_node()

@@ -17,7 +17,7 @@ from .intrinsics import Intrinsics
 from .models import MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
-from .runner import Runner, open_runner
+from .runner import Runner, check_model_file, open_runner
 from .timing import StageTimer
 
 
@@ -228,9 +228,9 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
         raise ValueError(problem)
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type '{model_type}' is unknown; allowed: {', '.join(MODEL_TYPES)}")
-    runner = open_runner(model_path, backend, num_threads, log=log, warmup=False)
-    spec = detect_model_spec(runner.input_shapes, runner.output_shapes, model_type,
+    # The signature is read from the file itself, so a wrong model fails before any loading.
+    signature = check_model_file(model_path)
+    spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
                              source=f"model file '{model_path}'")
-    runner.input_buffer()[...] = 0.0  # warm-up: the first invoke allocates and packs weights
-    runner.run()
+    runner = open_runner(model_path, backend, num_threads, log=log, warmup=True)
     return DensePipeline(runner, spec, config)

@@ -21,7 +21,7 @@ import numpy as np
 import ai_edge_litert
 from ai_edge_litert.interpreter import Interpreter
 
-from .tflite_file import CorruptModelError, read_signature
+from .tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 BACKENDS = ("auto", "gpu", "cpu")
 Log = Callable[[str], None]
@@ -124,8 +124,9 @@ class CompiledModelRunner:
                 for buf, shape in zip(self._outputs, self.output_shapes)]
 
 
-def check_model_file(model_path: str) -> None:
-    """ModelLoadError with a fix when ``model_path`` is missing, unreadable or not a .tflite."""
+def check_model_file(model_path: str) -> TfliteSignature:
+    """The file's signature; ModelLoadError with a fix when ``model_path`` is missing,
+    unreadable, not a .tflite or damaged (before LiteRT, which may crash on a damaged file)."""
     path = Path(model_path)
     hint = ("Put the model file there (see models/README.md for where the real files come "
             "from) or set the model_path parameter")
@@ -143,7 +144,7 @@ def check_model_file(model_path: str) -> None:
         raise ModelLoadError(f"model file '{model_path}' is not a LiteRT/TFLite flatbuffer "
                              "(no TFL3 identifier). Use a .tflite file (see models/README.md).")
     try:
-        read_signature(path)
+        return read_signature(path)
     except CorruptModelError as exc:
         raise ModelLoadError(f"model file '{model_path}' is damaged: {exc}. Download it again "
                              "(see models/README.md).") from None
