@@ -65,7 +65,8 @@ def health(stats: FrameStats, frame_ms: float | None) -> tuple[bytes, str]:
 
 def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_size: str,
                       fit: str, stats: FrameStats, stages: dict[str, StageStats],
-                      input_hz: float, output_hz: float, dropped: int) -> DiagnosticArray:
+                      input_hz: float, output_hz: float, received: int,
+                      dropped: int) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` with every figure a user tunes the node by."""
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     level, message = health(stats, frame_ms)
@@ -78,6 +79,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "camera_info": stats.camera_info,
         "input rate (Hz)": f"{input_hz:.2f}",
         "output rate (Hz)": f"{output_hz:.2f}",
+        "frames received": str(received),
         "frames processed": str(stats.processed),
         "frames dropped": str(dropped),
         "frames rejected": str(stats.rejected),

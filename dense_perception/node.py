@@ -259,6 +259,8 @@ class DensePerceptionNode(Node):
         self._stats.camera_info = source if not products.intrinsics_guessed \
             else products.intrinsics_note
         self._stats.intrinsics_guessed = products.intrinsics_guessed
+        if products.intrinsics_guessed and info is not None:
+            self._warn_once_per("camera_info", products.intrinsics_note, period=10.0)
         with self._timer.stage("publish"):
             self._publish(products, msg.header, values, source_info=info)
         self._stats.record_success(time.monotonic() - frame.received)
@@ -308,7 +310,8 @@ class DensePerceptionNode(Node):
             backend=self._pipeline.runner.description, model_kind=self._spec.kind,
             model_size=plan_size, fit=values["fit"], stats=self._stats,
             stages=self._timer.stats(), input_hz=self._in_rate.rate(),
-            output_hz=self._out_rate.rate(), dropped=self._slot.dropped)
+            output_hz=self._out_rate.rate(), received=self._in_rate.total,
+            dropped=self._slot.dropped)
         self._diag_pub.publish(array)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from typing import Any, Callable
 
 import numpy as np
@@ -30,14 +30,15 @@ class Harness:
     """The node under test plus a client that publishes frames and records every output."""
 
     def __init__(self, params: dict[str, Any], runner_hook: Callable | None = None,
-                 subscribe: tuple[str, ...] = tuple(OUTPUT_TOPICS)) -> None:
+                 subscribe: tuple[str, ...] = tuple(OUTPUT_TOPICS), keep: int = 1000) -> None:
+        """``keep``: how many messages per topic to remember (bounds the client's memory)."""
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         overrides = [Parameter(k, value=v) for k, v in params.items()]
         self.node = DensePerceptionNode(context=self.context, parameter_overrides=overrides,
                                         runner_hook=runner_hook)
         self.client = rclpy.create_node("test_client", context=self.context)
-        self.received: dict[str, list] = defaultdict(list)
+        self.received: dict[str, deque] = defaultdict(lambda: deque(maxlen=keep))
         self._cond = threading.Condition()
         for topic in subscribe:
             self.subscribe(topic)
@@ -116,7 +117,7 @@ class Harness:
         """The next DiagnosticStatus (as (level, message, values dict)) that satisfies ``where``."""
         deadline = time.monotonic() + timeout
         while True:
-            msgs = self.received["/diagnostics"]
+            msgs = list(self.received["/diagnostics"])
             for msg in reversed(msgs):
                 s = msg.status[0]
                 entry = (int.from_bytes(s.level, "little") if isinstance(s.level, bytes)

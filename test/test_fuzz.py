@@ -1,0 +1,124 @@
+"""Fuzzed input over real DDS: 500+ malformed and unusual messages mixed with good ones.
+
+The node must stay alive, account for every message (processed, rejected, dropped), keep
+publishing for good frames, and not grow in memory.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from conftest import DA3_TEST_MODEL  # noqa: E402
+from ros_harness import Harness, camera_info  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+# sensor_msgs/image_encodings.hpp, with bytes per pixel.
+ENCODINGS = {
+    "rgb8": 3, "rgba8": 4, "rgb16": 6, "rgba16": 8, "bgr8": 3, "bgra8": 4, "bgr16": 6,
+    "bgra16": 8, "mono8": 1, "mono16": 2,
+    **{f"{depth}C{n}": size * n for depth, size in
+       [("8U", 1), ("8S", 1), ("16U", 2), ("16S", 2), ("32S", 4), ("32F", 4), ("64F", 8)]
+       for n in (1, 2, 3, 4)},
+    **{f"bayer_{p}{bits}": bits // 8 for p in ("rggb", "bggr", "gbrg", "grbg") for bits in (8, 16)},
+    "yuv422": 2, "UYVY": 2, "YUYV": 2, "yuv422_yuy2": 2, "nv21": 2, "nv24": 2,
+}
+SUPPORTED = {"rgb8", "bgr8", "rgba8", "bgra8", "mono8"}
+
+
+def image(width, height, encoding, data=None, step=None, bigendian=0):
+    bpp = ENCODINGS.get(encoding, 3)
+    msg = Image(width=width, height=height, encoding=encoding, is_bigendian=bigendian)
+    msg.step = width * bpp if step is None else step
+    msg.data = bytes(msg.step * height) if data is None else data
+    return msg
+
+
+def fuzz_messages(rng):
+    """(message, expected outcome) pairs: 'ok' or 'bad'."""
+    msgs = []
+    for encoding, bpp in ENCODINGS.items():
+        data = rng.integers(0, 256, 32 * 24 * bpp, dtype=np.uint8).tobytes()
+        msgs.append((image(32, 24, encoding, data), "ok" if encoding in SUPPORTED else "bad"))
+    nan_image = np.full((24, 32), np.nan, np.float32)
+    nan_image[::2] = np.inf
+    msgs += [
+        (image(32, 24, "rgb8", step=80), "bad"),                          # step too small
+        (image(32, 24, "rgb8", step=100, data=bytes(100 * 24)), "ok"),    # padded rows
+        (image(32, 24, "rgb8", data=bytes(32 * 3 * 24 - 7)), "bad"),      # data too short
+        (image(32, 24, "rgb8", data=bytes(32 * 3 * 24 + 7)), "bad"),      # data too long
+        (image(0, 24, "rgb8"), "bad"), (image(32, 0, "rgb8"), "bad"),
+        (image(1, 1, "rgb8", data=b"\x10\x20\x30"), "ok"),
+        (image(32, 24, "mono16", bigendian=1), "bad"),
+        (image(32, 24, "32FC1", data=nan_image.tobytes()), "bad"),
+        (image(32, 24, "", data=bytes(32 * 3 * 24)), "bad"),
+    ]
+    return msgs
+
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+
+
+def test_fuzzed_stream_over_dds():
+    rng = np.random.default_rng(0)
+    h = Harness({"model_path": DA3_TEST_MODEL, "points_stride": 8},
+                subscribe=("depth/image", "points", "/diagnostics"), keep=3)
+    try:
+        h.wait_matched(("depth/image", "points"))
+        # One huge frame first, so the memory baseline below includes its buffers.
+        huge = image(8000, 6000, "rgb8")
+        bad_infos = [camera_info(32, 24, fx=0.0), camera_info(32, 24, fx=-300.0),
+                     camera_info(640, 480), None]
+        plan = [(huge, "ok")]
+        templates = fuzz_messages(rng)
+        while len(plan) < 520:
+            plan += [templates[i] for i in rng.permutation(len(templates))]
+            plan += [(image(64, 48, "rgb8",
+                            rng.integers(0, 256, 64 * 48 * 3, dtype=np.uint8).tobytes()), "ok")]
+        sent = {"ok": 0, "bad": 0}
+        baseline = None
+        for i, (msg, outcome) in enumerate(plan):
+            msg.header = h.header(sec=1000 + i)
+            info = bad_infos[i % len(bad_infos)]
+            if info is not None:
+                info.header = msg.header
+                h.info_pub.publish(info)
+            h.image_pub.publish(msg)
+            sent[outcome] += 1
+            time.sleep(0.05 if i == 0 else 0.015)
+            if i == 100:
+                baseline = rss_mb()
+        final = h.header(sec=5000)
+        h.publish_frame(np.zeros((48, 64, 3), np.uint8), final)
+        assert h.wait_for("depth/image", where=lambda m: m.header.stamp == final.stamp,
+                          timeout=30)
+        total = len(plan) + 1
+
+        def accounted(d):
+            v = d[2]
+            parts = sum(int(v[k]) for k in ("frames processed", "frames rejected",
+                                            "frames dropped", "frames failed",
+                                            "frames idle (no subscribers)"))
+            return parts == int(v["frames received"]) and v["frames processed"] != "0"
+        level, message, values = h.diagnostics(accounted, timeout=15)
+        received = int(values["frames received"])
+        print(f"fuzz: sent {total} ({sent['ok'] + 1} good, {sent['bad']} bad), received "
+              f"{received}, processed {values['frames processed']}, rejected "
+              f"{values['frames rejected']}, dropped {values['frames dropped']}, failed "
+              f"{values['frames failed']}; RSS {baseline:.0f} -> {rss_mb():.0f} MB")
+        assert received >= 0.7 * total  # best-effort (sensor-data QoS) drops some under load
+        assert int(values["frames rejected"]) >= 0.8 * sent["bad"]
+        assert int(values["frames processed"]) >= 0.5 * sent["ok"]
+        assert values["frames failed"] == "0"  # bad input is rejected, never a failure
+        assert rss_mb() < baseline * 1.10 + 10
+        assert h.node.context.ok() and h.node._worker.is_alive()
+    finally:
+        h.close()
