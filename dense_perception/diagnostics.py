@@ -10,7 +10,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from .timing import StageStats
 
 ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERROR
-STAGES = ("preprocess", "inference", "postprocess", "publish")
+STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
 
 
 @dataclass

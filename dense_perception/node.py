@@ -39,7 +39,7 @@ from .messages import (BadImageError, array_to_image, camera_info_to_intrinsics,
                        points_to_cloud)
 from .models import ModelSignatureError
 from .parameters import PARAMS, PARAMS_BY_NAME
-from .pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from .pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
 from .runner import ModelLoadError
 from .timing import RateMeter, StageTimer
 
@@ -56,6 +56,14 @@ class StartupError(RuntimeError):
 class _Frame:
     msg: Image | CompressedImage
     received: float
+
+
+@dataclass
+class _Inferred:
+    frame: _Frame
+    raw: RawFrame
+    pipeline: DensePipeline
+    values: dict[str, Any]
 
 
 class DensePerceptionNode(Node):
@@ -102,9 +110,14 @@ class DensePerceptionNode(Node):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diag_timer = self.create_timer(values["diagnostics_period"], self._publish_diagnostics)
         self._stop = threading.Event()
-        self._worker = threading.Thread(target=self._work, name="dense_perception_worker",
-                                        daemon=True)
-        self._worker.start()
+        self._finish_slot: FrameSlot[_Inferred] = FrameSlot()
+        self._workers = [
+            threading.Thread(target=self._run_stage, args=(self._slot, self._infer),
+                             name="dense_perception_infer", daemon=True),
+            threading.Thread(target=self._run_stage, args=(self._finish_slot, self._finish),
+                             name="dense_perception_finish", daemon=True)]
+        for worker in self._workers:
+            worker.start()
         self.get_logger().info(
             f"{self._spec.display_name} ({'metric' if self._spec.metric_depth else 'relative'} "
             f"depth) on {self._pipeline.runner.description}; fit={values['fit']}, "
@@ -210,12 +223,19 @@ class DensePerceptionNode(Node):
                 f"{k}={v}" for k, v in changes.items()))
         return SetParametersResult(successful=True)
 
-    # ---- the worker thread ---------------------------------------------------------------------
-    def _work(self) -> None:
+    # ---- the worker threads -------------------------------------------------------------------
+    # Two stages, so post-processing and publishing of frame N overlap the inference of frame
+    # N+1 (LiteRT, OpenCV and numpy release the GIL): "infer" owns the model, "finish" the rest.
+    def _run_stage(self, slot: FrameSlot, handle: Callable[[Any], None]) -> None:
         while not self._stop.is_set():
-            frame = self._slot.take(timeout=0.1)
-            if frame is not None and not self._stop.is_set():
-                self._handle(frame)
+            item = slot.take(timeout=0.1)
+            if item is not None and not self._stop.is_set():
+                try:
+                    handle(item)
+                except Exception as exc:  # noqa: BLE001 - a failing frame must never stop us
+                    self._stats.record_failure(f"{type(exc).__name__}: {exc}")
+                    self._warn_once_per("failure", f"frame failed, skipped: "
+                                                   f"{type(exc).__name__}: {exc}")
 
     def _request(self, values: dict[str, Any]) -> Request | None:
         """What to compute for the current subscribers; None when nobody listens."""
@@ -231,7 +251,7 @@ class DensePerceptionNode(Node):
             points=wanted("points"), points_rgb=wanted("points") and values["points_rgb"])
         return request if any(vars(request).values()) else None
 
-    def _handle(self, frame: _Frame) -> None:
+    def _infer(self, frame: _Frame) -> None:
         with self._lock:
             pipeline, values = self._pipeline, self._values
         request = self._request(values)
@@ -248,23 +268,23 @@ class DensePerceptionNode(Node):
             self._stats.rejected += 1
             self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
             return
-        info, source = self._camera_info_for(msg.header.stamp)
+        raw = pipeline.infer(image, encoding, request)
+        self._finish_slot.put(_Inferred(frame, raw, pipeline, values))
+
+    def _finish(self, item: _Inferred) -> None:
+        header = item.frame.msg.header
+        info, source = self._camera_info_for(header.stamp)
         intrinsics = None if info is None else camera_info_to_intrinsics(info)
-        try:
-            products = pipeline.process(image, encoding, intrinsics, request)
-        except Exception as exc:  # noqa: BLE001 - a failing frame must never stop the node
-            self._stats.record_failure(f"{type(exc).__name__}: {exc}")
-            self._warn_once_per("failure", f"frame failed, skipped: {type(exc).__name__}: {exc}")
-            return
+        products = item.pipeline.finish(item.raw, intrinsics)
         self._stats.camera_info = source if not products.intrinsics_guessed \
             else products.intrinsics_note
         self._stats.intrinsics_guessed = products.intrinsics_guessed
         if products.intrinsics_guessed and info is not None:
             self._warn_once_per("camera_info", products.intrinsics_note, period=10.0)
         with self._timer.stage("publish"):
-            self._publish(products, msg.header, values, source_info=info)
-        self._stats.record_success(time.monotonic() - frame.received)
-        self._stats.input_size = (image.shape[1], image.shape[0])
+            self._publish(products, header, item.values, source_info=info)
+        self._stats.record_success(time.monotonic() - item.frame.received)
+        self._stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         self._out_rate.tick()
 
     def _camera_info_for(self, stamp: Any) -> tuple[CameraInfo | None, str]:
@@ -311,7 +331,7 @@ class DensePerceptionNode(Node):
             model_size=plan_size, fit=values["fit"], stats=self._stats,
             stages=self._timer.stats(), input_hz=self._in_rate.rate(),
             output_hz=self._out_rate.rate(), received=self._in_rate.total,
-            dropped=self._slot.dropped)
+            dropped=self.frames_dropped)
         self._diag_pub.publish(array)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
@@ -322,9 +342,15 @@ class DensePerceptionNode(Node):
             self.get_logger().warning(text)
 
     def stop(self) -> None:
-        """Stop the worker (does not wait for an inference in progress to end)."""
+        """Stop the workers (does not wait for an inference in progress to end)."""
         self._stop.set()
-        self._worker.join(timeout=0.5)
+        for worker in self._workers:
+            worker.join(timeout=0.5)
+
+    @property
+    def frames_dropped(self) -> int:
+        """Frames replaced by newer ones before inference or before publishing."""
+        return self._slot.dropped + self._finish_slot.dropped
 
 
 def resolve_model_path(model_path: str) -> str:

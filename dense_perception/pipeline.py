@@ -7,7 +7,7 @@ there is one copy of every step.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,7 +56,20 @@ class Products:
     intrinsics: Intrinsics | None = None      # for the published grid
     intrinsics_guessed: bool = False
     intrinsics_note: str = ""                 # why the intrinsics are a guess
-    stage_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RawFrame:
+    """One frame after inference, before un-fitting: products on the model's own grids."""
+
+    frame: np.ndarray          # the camera frame (for point colours at input resolution)
+    fmt: PixelFormat
+    plan: FitPlan
+    fitted: np.ndarray         # the frame as the model saw it
+    request: Request
+    depth: np.ndarray | None = None    # model grid, float32, scaled, NaN invalid
+    normals: np.ndarray | None = None  # model grid, H x W x 3 unit vectors (model's frame)
+    labels: np.ndarray | None = None   # segmentation grid (256 x 256), uint8
 
 
 @dataclass(frozen=True)
@@ -116,62 +129,68 @@ class DensePipeline:
                 request: Request = Request()) -> Products:
         """Run one H x W [x C] uint8 frame of ``encoding`` and return the requested products.
 
-        ``intrinsics`` are the camera's (for the full frame); without them, point clouds use a
-        pinhole guess from ``fallback_hfov_deg`` and ``Products.intrinsics_guessed`` is set.
+        ``intrinsics`` are the camera's (for the full frame); without usable ones, the products
+        carry a pinhole guess from ``fallback_hfov_deg`` and ``Products.intrinsics_guessed``.
         Raises ValueError for a frame that does not match its encoding.
+        """
+        return self.finish(self.infer(frame, encoding, request), intrinsics)
+
+    def infer(self, frame: np.ndarray, encoding: str, request: Request = Request()) -> RawFrame:
+        """Fit, preprocess and run the model; take what ``request`` needs from its outputs.
+
+        Everything returned is the caller's own (no views into the runner), so the next frame's
+        inference can start while :meth:`finish` works on this one in another thread.
         """
         fmt = pixel_format(encoding)
         check_frame(frame, fmt)
-        height, width = frame.shape[:2]
-        plan = self.plan_for(width, height)
-        stage_ms: dict[str, float] = {}
+        plan = self.plan_for(frame.shape[1], frame.shape[0])
+        spec, config = self.spec, self.config
         with self.timer.stage("preprocess"):
             fitted = plan.fit_image(frame)
             self._preprocess(fitted, fmt, self.runner.input_buffer())
         with self.timer.stage("inference"):
             outputs = self.runner.run()
+        raw = RawFrame(frame=frame, fmt=fmt, plan=plan, fitted=fitted, request=request)
+        with self.timer.stage("extract"):
+            depth_i = spec.output_index("depth")
+            if depth_i is not None and (request.depth or request.depth_colored or request.points):
+                scale = 1.0 if spec.metric_depth else config.relative_depth_scale
+                raw.depth = post.depth_from_output(outputs[depth_i], scale)
+            normals_i = spec.output_index("normals")
+            if normals_i is not None and (request.normals or request.normals_colored):
+                raw.normals = post.normals_from_output(outputs[normals_i])
+            seg_i = spec.output_index("segmentation_logits")
+            if seg_i is not None and (request.labels or request.labels_colored):
+                raw.labels = post.labels_from_logits(outputs[seg_i])
+        return raw
+
+    def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None) -> Products:
+        """Map a frame's raw products back to the camera geometry, colour them, make points."""
         with self.timer.stage("postprocess"):
-            products = self._postprocess(outputs, plan, frame, fitted, fmt, intrinsics, request)
-        for name in ("preprocess", "inference", "postprocess"):
-            stage_ms[name] = self.timer.stats()[name].last_ms
-        products.stage_ms = stage_ms
-        return products
+            return self._finish(raw, intrinsics)
 
     # -------------------------------------------------------------------------------------------
-    def _postprocess(self, outputs: list[np.ndarray], plan: FitPlan, frame: np.ndarray,
-                     fitted: np.ndarray, fmt: PixelFormat, intrinsics: Intrinsics | None,
-                     request: Request) -> Products:
-        res = self.config.output_resolution
+    def _finish(self, raw: RawFrame, intrinsics: Intrinsics | None) -> Products:
+        res, plan, request = self.config.output_resolution, raw.plan, raw.request
         width, height = plan.published_size(res)
         products = Products(width=width, height=height, plan=plan)
-        spec = self.spec
-
-        depth_i = spec.output_index("depth")
-        need_depth = request.depth or request.depth_colored or request.points
-        if depth_i is not None and need_depth:
-            scale = 1.0 if spec.metric_depth else self.config.relative_depth_scale
-            depth = post.depth_from_output(outputs[depth_i], scale)
-            products.depth = plan.unfit(depth, res, Interp.LINEAR, fill=np.nan)
+        if raw.depth is not None:
+            products.depth = plan.unfit(raw.depth, res, Interp.LINEAR, fill=np.nan)
             if request.depth_colored:
                 products.depth_colored = post.colorize_depth(products.depth)
-
-        normals_i = spec.output_index("normals")
-        if normals_i is not None and (request.normals or request.normals_colored):
-            normals = plan.unfit(post.normals_from_output(outputs[normals_i]), res, Interp.LINEAR)
-            normals = plan.unturn_vectors(normals)
-            if normals.shape[:2] != (spec.input_height, spec.input_width):
+        if raw.normals is not None:
+            normals = plan.unturn_vectors(plan.unfit(raw.normals, res, Interp.LINEAR))
+            if normals.shape[:2] != raw.normals.shape[:2]:
                 post.normalize_vectors(normals)  # interpolation shortens the vectors
             products.normals = normals
             if request.normals_colored:
                 products.normals_colored = post.colorize_normals(normals)
-
-        seg_i = spec.output_index("segmentation_logits")
-        if seg_i is not None and (request.labels or request.labels_colored):
-            labels = post.labels_from_logits(outputs[seg_i])
-            products.labels = plan.unfit(labels, res, Interp.NEAREST, fill=post.INVALID_LABEL)
+        if raw.labels is not None:
+            products.labels = plan.unfit(raw.labels, res, Interp.NEAREST, fill=post.INVALID_LABEL)
             if request.labels_colored:
                 products.labels_colored = post.colorize_labels(products.labels)
 
+        frame = raw.frame
         camera_k = intrinsics
         why_not = camera_intrinsics_problem(intrinsics, frame.shape[1], frame.shape[0])
         if why_not is not None:
@@ -185,7 +204,7 @@ class DensePipeline:
         if request.points and products.depth is not None:
             rgb = None
             if request.points_rgb:
-                source = to_rgb8(frame if res == "input" else fitted, fmt)
+                source = to_rgb8(frame if res == "input" else raw.fitted, raw.fmt)
                 rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
             products.points = depth_to_points(
                 products.depth, products.intrinsics, stride=self.config.points_stride,

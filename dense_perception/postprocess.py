@@ -67,8 +67,21 @@ def colorize_normals(normals: np.ndarray) -> np.ndarray:
 
 
 def labels_from_logits(logits: np.ndarray) -> np.ndarray:
-    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid."""
-    return np.argmax(logits[0], axis=0).astype(np.uint8)
+    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid.
+
+    Read straight from the output buffer, one class plane at a time: about twice as fast as
+    ``np.argmax(axis=0)``, which walks the class axis with a large stride. Ties go to the lower
+    class id, as with argmax.
+    """
+    planes = logits[0]
+    best = planes[0].copy()
+    labels = np.zeros(best.shape, np.uint8)
+    higher = np.empty(best.shape, bool)
+    for k in range(1, planes.shape[0]):
+        np.greater(planes[k], best, out=higher)
+        np.copyto(best, planes[k], where=higher)
+        np.copyto(labels, k, where=higher)
+    return labels
 
 
 @lru_cache(maxsize=1)

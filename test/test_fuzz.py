@@ -119,6 +119,6 @@ def test_fuzzed_stream_over_dds():
         assert int(values["frames processed"]) >= 0.5 * sent["ok"]
         assert values["frames failed"] == "0"  # bad input is rejected, never a failure
         assert rss_mb() < baseline * 1.10 + 10
-        assert h.node.context.ok() and h.node._worker.is_alive()
+        assert h.node.context.ok() and all(w.is_alive() for w in h.node._workers)
     finally:
         h.close()
