@@ -46,6 +46,10 @@ test: setup $(VENV14)/.ready
 	@echo "== runner and end-to-end tests again under ai-edge-litert 1.4.0 =="
 	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py
 
+# Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.
+soak: setup
+	$(PY) test/soak.py --seconds 60
+
 demo: setup
 	$(PY) -m dense_perception.demo $(if $(MODEL),--model $(MODEL),)
 

@@ -1,0 +1,197 @@
+"""Play a camera stream into a node process over DDS and measure what comes out.
+
+Used by the benchmark (``make bench``) and the soak test (``make soak``): the node runs as its
+own process (so its memory is its own), a client plays frames at a fixed rate with a matching
+CameraInfo and records every output's arrival, age (arrival - header stamp) and the node's
+resident memory over time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Header
+
+from .messages import array_to_image
+
+
+@dataclass
+class StreamResult:
+    """What a run measured."""
+
+    frames_in: int = 0
+    frames_out: int = 0
+    first_output_s: float | None = None      # node process start -> first output
+    output_times: list[float] = field(default_factory=list)  # monotonic arrival times
+    ages_s: list[float] = field(default_factory=list)        # arrival - header stamp
+    rss_mb: list[tuple[float, float]] = field(default_factory=list)  # (t since start, MB)
+    diagnostics: dict[str, str] = field(default_factory=dict)
+    exit_code: int | None = None
+
+    def output_hz(self, skip: int = 1) -> float:
+        """Steady output rate, ignoring the first ``skip`` outputs (warm-up)."""
+        times = self.output_times[skip:]
+        if len(times) < 2:
+            return 0.0
+        return (len(times) - 1) / (times[-1] - times[0])
+
+    def rss_at(self, t: float) -> float:
+        """Node RSS (MB) at the first sample at or after ``t`` seconds."""
+        for when, mb in self.rss_mb:
+            if when >= t:
+                return mb
+        return self.rss_mb[-1][1] if self.rss_mb else 0.0
+
+
+def sample_scene(width: int = 1280, height: int = 720) -> np.ndarray:
+    """A deterministic rgb8 test scene: sky, floor, boxes (no file needed)."""
+    import cv2
+    v = np.linspace(0.0, 1.0, height)[:, None, None]
+    sky = np.array([135, 190, 235]) * (1 - v) + np.array([230, 230, 250]) * v
+    scene = np.broadcast_to(sky, (height, width, 3)).astype(np.uint8).copy()
+    horizon = height // 2
+    scene[horizon:] = np.linspace(90, 170, height - horizon)[:, None, None].astype(np.uint8)
+    for i, colour in enumerate([(200, 60, 50), (60, 160, 70), (50, 80, 200)]):
+        x = width // 8 + i * width // 3
+        size = height // (3 + i)
+        cv2.rectangle(scene, (x, horizon + height // 8 - size // 2),
+                      (x + size, horizon + height // 8 + size // 2), colour, -1)
+    return scene
+
+
+def camera_info_for(width: int, height: int, hfov_deg: float = 70.0) -> CameraInfo:
+    """A plausible pinhole CameraInfo for the played frames."""
+    f = (width / 2) / np.tan(np.radians(hfov_deg) / 2)
+    info = CameraInfo(width=width, height=height, distortion_model="plumb_bob")
+    info.k = [f, 0.0, (width - 1) / 2, 0.0, f, (height - 1) / 2, 0.0, 0.0, 1.0]
+    info.d = [0.0] * 5
+    return info
+
+
+def node_rss_mb(pid: int) -> float | None:
+    """Resident memory of process ``pid`` in MB (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
+               size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
+               env: dict[str, str] | None = None, start_timeout: float = 300.0,
+               log=print) -> StreamResult:
+    """Start ``node_cmd``, play ``seconds`` of frames at ``fps`` after its first output, stop it.
+
+    Frames are played from the start (the node's first output marks the end of its start-up);
+    the measured window then runs for ``seconds``. The node is stopped with SIGINT.
+    """
+    env = dict(os.environ if env is None else env)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    result = StreamResult()
+    started = time.monotonic()
+    proc = subprocess.Popen(node_cmd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    client = rclpy.create_node("loadgen", context=context)
+    stop = threading.Event()
+    first_output = threading.Event()
+    lock = threading.Lock()
+
+    def on_output(msg: Image) -> None:
+        now = time.monotonic()
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        age = client.get_clock().now().nanoseconds * 1e-9 - stamp
+        with lock:
+            result.frames_out += 1
+            result.output_times.append(now)
+            result.ages_s.append(age)
+            if result.first_output_s is None:
+                result.first_output_s = now - started
+                first_output.set()
+
+    def on_diagnostics(msg: DiagnosticArray) -> None:
+        if msg.status and msg.status[0].name.startswith("dense_perception"):
+            result.diagnostics = {kv.key: kv.value for kv in msg.status[0].values}
+
+    client.create_subscription(Image, output_topic, on_output, QoSProfile(depth=10))
+    client.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+    image_pub = client.create_publisher(Image, "image", qos_profile_sensor_data)
+    info_pub = client.create_publisher(CameraInfo, "camera_info", qos_profile_sensor_data)
+    scene = sample_scene(*size)
+    info = camera_info_for(*size)
+    spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
+    spinner.start()
+
+    def play() -> None:
+        period, next_t = 1.0 / fps, time.monotonic()
+        while not stop.is_set():
+            header = Header(frame_id="camera_optical_frame")
+            header.stamp = client.get_clock().now().to_msg()
+            info.header = header
+            info_pub.publish(info)
+            image_pub.publish(array_to_image(scene, "rgb8", header))
+            result.frames_in += 1
+            next_t += period
+            time.sleep(max(0.0, next_t - time.monotonic()))
+
+    player = threading.Thread(target=play, daemon=True)
+    player.start()
+    try:
+        deadline = started + start_timeout
+        while not first_output.wait(0.5):
+            if proc.poll() is not None:
+                raise RuntimeError(f"node exited with {proc.returncode} before its first "
+                                   f"output:\n{proc.stderr.read()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no output within {start_timeout:.0f} s")
+        log(f"first output after {result.first_output_s:.1f} s; measuring for {seconds:.0f} s")
+        with lock:  # the measured window starts now
+            result.output_times.clear()
+            result.ages_s.clear()
+            result.frames_out = 0
+        frames_in_at_start = result.frames_in
+        window_start = time.monotonic()
+        while time.monotonic() - window_start < seconds:
+            rss = node_rss_mb(proc.pid)
+            if rss is not None:
+                result.rss_mb.append((time.monotonic() - window_start, rss))
+            time.sleep(1.0)
+        frames_in_window = result.frames_in - frames_in_at_start
+    finally:
+        stop.set()
+        player.join(timeout=2)
+        if "frames_in_window" in locals():
+            result.frames_in = frames_in_window
+        proc.send_signal(signal.SIGINT)
+        try:
+            result.exit_code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            result.exit_code = proc.wait()
+        spinner.join(timeout=2)
+        client.destroy_node()
+        rclpy.shutdown(context=context)
+    return result
+
+
+def _spin(node, stop: threading.Event) -> None:
+    executor = rclpy.executors.SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=0.1)
+    executor.shutdown(timeout_sec=0.5)
