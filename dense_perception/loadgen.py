@@ -19,10 +19,15 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header
 
 from .messages import array_to_image
+
+
+OTHER_OUTPUTS = {"depth/camera_info": CameraInfo, "depth/colored": Image,
+                 "normals/image": Image, "normals/colored": Image, "segmentation/labels": Image,
+                 "segmentation/colored": Image, "points": PointCloud2}
 
 
 @dataclass
@@ -93,11 +98,12 @@ def node_rss_mb(pid: int) -> float | None:
 def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
                size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
                env: dict[str, str] | None = None, start_timeout: float = 300.0,
-               log=print) -> StreamResult:
+               subscribe_all: bool = False, log=print) -> StreamResult:
     """Start ``node_cmd``, play ``seconds`` of frames at ``fps`` after its first output, stop it.
 
     Frames are played from the start (the node's first output marks the end of its start-up);
     the measured window then runs for ``seconds``. The node is stopped with SIGINT.
+    ``subscribe_all`` also subscribes to every other output, so the node computes them all.
     """
     env = dict(os.environ if env is None else env)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -130,6 +136,9 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
 
     client.create_subscription(Image, output_topic, on_output, QoSProfile(depth=10))
     client.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+    if subscribe_all:
+        for topic, msg_type in OTHER_OUTPUTS.items():
+            client.create_subscription(msg_type, topic, lambda _msg: None, QoSProfile(depth=2))
     image_pub = client.create_publisher(Image, "image", qos_profile_sensor_data)
     info_pub = client.create_publisher(CameraInfo, "camera_info", qos_profile_sensor_data)
     scene = sample_scene(*size)
@@ -137,14 +146,16 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
     spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
 
+    frame_msg = array_to_image(scene, "rgb8", Header(frame_id="camera_optical_frame"))
+
     def play() -> None:
+        # One message, re-stamped: the player spends no CPU on copying frames.
         period, next_t = 1.0 / fps, time.monotonic()
         while not stop.is_set():
-            header = Header(frame_id="camera_optical_frame")
-            header.stamp = client.get_clock().now().to_msg()
-            info.header = header
+            frame_msg.header.stamp = client.get_clock().now().to_msg()
+            info.header = frame_msg.header
             info_pub.publish(info)
-            image_pub.publish(array_to_image(scene, "rgb8", header))
+            image_pub.publish(frame_msg)
             result.frames_in += 1
             next_t += period
             time.sleep(max(0.0, next_t - time.monotonic()))

@@ -36,7 +36,10 @@ def colorize_depth(depth: np.ndarray, low_pct: float = 2.0, high_pct: float = 98
     out = np.zeros(depth.shape + (3,), np.uint8)
     if not valid.any():
         return out
-    lo, hi = np.percentile(depth[valid], (low_pct, high_pct))
+    # A quarter of the pixels gives the same robust range at a quarter of the cost.
+    sample = depth[::2, ::2]
+    sample = sample[np.isfinite(sample)]
+    lo, hi = np.percentile(sample if sample.size else depth[valid], (low_pct, high_pct))
     span = max(float(hi - lo), 1e-6)
     # Near is bright: map inverse position in the range to the colormap.
     t = np.clip((hi - np.where(valid, depth, hi)) / span, 0.0, 1.0)

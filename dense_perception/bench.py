@@ -1,0 +1,237 @@
+"""``make bench``: side-by-side speed figures on DA3-class and TIPSv2-class models.
+
+Every figure is measured in one run on this machine, with the same thread count, so the
+ratios between them mean something even on a noisy machine. Writes ``bench_out/results.json``
+and prints a table. The models come from ``dense_perception.bench_models`` (built with torch in
+``.venv-bench``, random weights, fp16 like the real files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .intrinsics import Intrinsics
+from .models import MODEL_SPECS
+from .pipeline import PipelineConfig, Request, load_pipeline
+from .pointcloud import depth_to_points, reference_points
+from .runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
+
+FRAME_SIZE = (1280, 720)
+
+
+def median_ms(fn: Callable[[], object], runs: int, warmup: int = 1) -> float:
+    """Median wall time of ``fn`` in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000.0)
+    return statistics.median(times)
+
+
+def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Median ms of several functions run in turn (A B A B ...), so drift hits all alike."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - start) * 1000.0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def card_snippet(kind: str, model_path: str, threads: int) -> Callable[[np.ndarray], object]:
+    """The model card's own Python usage, as a function of an RGB frame."""
+    from PIL import Image as PILImage
+    spec = MODEL_SPECS[kind]
+    mean = np.array(spec.mean, np.float32)
+    std = np.array(spec.std, np.float32)
+    size = (spec.input_width, spec.input_height)
+    if kind == "da3":
+        from ai_edge_litert.interpreter import Interpreter
+        it = Interpreter(model_path=model_path, num_threads=threads)
+        it.allocate_tensors()
+        inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+
+        def run_da3(frame: np.ndarray) -> object:
+            img = PILImage.fromarray(frame).convert("RGB").resize(size)
+            x = ((np.asarray(img, np.float32) / 255 - mean) / std).transpose(2, 0, 1)[None]
+            it.set_tensor(inp, x)
+            it.invoke()
+            d = it.get_tensor(out)[0, 0]
+            return (d - d.min()) / (d.max() - d.min())
+        return run_da3
+
+    # TIPSv2's card uses the CompiledModel API.
+    from ai_edge_litert.compiled_model import CompiledModel, CpuOptions, HardwareAccelerator, Options
+    model = CompiledModel.from_file(model_path, options=Options(
+        HardwareAccelerator.CPU, cpu_options=CpuOptions(num_threads=threads)))
+    inputs, outputs = model.create_input_buffers(0), model.create_output_buffers(0)
+
+    def run_tips(frame: np.ndarray) -> object:
+        img = PILImage.fromarray(frame).convert("RGB").resize(size)
+        image = (np.asarray(img, np.float32) / 255).transpose(2, 0, 1)[None]
+        inputs[0].write(np.ascontiguousarray(image, np.float32))
+        model.run_by_index(0, inputs, outputs)
+        depth = outputs[0].read(448 * 448, np.float32).reshape(448, 448)
+        normals = outputs[1].read(3 * 448 * 448, np.float32).reshape(3, 448, 448)
+        seg = outputs[2].read(150 * 256 * 256, np.float32).reshape(150, 256, 256)
+        return depth, normals, seg.argmax(0)
+    return run_tips
+
+
+def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
+    """bare invoke (both APIs), the card's snippet and our pipeline, on one 1280x720 frame."""
+    from .loadgen import camera_info_for, sample_scene
+    frame = sample_scene(*FRAME_SIZE)
+    interp = InterpreterRunner(model_path, threads)
+    apis = {"Interpreter": interp.run}
+    try:
+        apis["CompiledModel"] = CompiledModelRunner(model_path, "cpu", threads).run
+    except RuntimeError as exc:  # ai-edge-litert 1.4 has no CompiledModel options
+        print(f"  CompiledModel unavailable: {exc}")
+    bare = interleaved_ms(apis, runs)
+    del apis
+    info = camera_info_for(*FRAME_SIZE)
+    k = Intrinsics.from_k(info.k, *FRAME_SIZE)
+    pipeline = load_pipeline(model_path, kind, "cpu", threads,
+                             PipelineConfig(points_stride=1), log=lambda _: None)
+    snippet = card_snippet(kind, model_path, threads)
+    request = Request.everything()
+    end_to_end = interleaved_ms({
+        "card": lambda: snippet(frame),
+        "pipeline": lambda: pipeline.process(frame, "rgb8", k, request)}, runs)
+    pipeline.timer = type(pipeline.timer)()  # fresh stage statistics for the per-stage table
+    for _ in range(runs):
+        pipeline.process(frame, "rgb8", k, request)
+    stages = {name: round(s.mean_ms, 2) for name, s in pipeline.timer.stats().items()}
+    best_api = min(bare, key=bare.get)
+    return {
+        "bare_invoke_ms": round(bare["Interpreter"], 1),
+        "bare_invoke_ms_by_api": {name: round(ms, 1) for name, ms in bare.items()},
+        "faster_api": best_api,
+        "card_snippet_frame_ms": round(end_to_end["card"], 1),
+        "pipeline_frame_ms": round(end_to_end["pipeline"], 1),
+        "host_overhead_ms": round(end_to_end["pipeline"] - bare["Interpreter"], 1),
+        "host_overhead_pct": round(100 * (end_to_end["pipeline"] / bare["Interpreter"] - 1), 2),
+        "stage_ms": stages,
+        "host_stage_ms": round(sum(v for n, v in stages.items() if n != "inference"), 1),
+    }
+
+
+def bench_pointcloud(runs: int) -> dict:
+    """Vectorised back-projection vs a straightforward per-point loop, 896x504 depth."""
+    rng = np.random.default_rng(0)
+    depth = rng.uniform(0.5, 10.0, (504, 896)).astype(np.float32)
+    k = Intrinsics.from_hfov(896, 504, 70.0)
+    fast = median_ms(lambda: depth_to_points(depth, k), runs)
+    slow = median_ms(lambda: reference_points(depth, k), 1, warmup=0)
+    return {"pointcloud_ms": round(fast, 2), "pointcloud_reference_ms": round(slow, 1),
+            "pointcloud_speedup": round(slow / fast, 1)}
+
+
+def bench_node(model_path: str, threads: int, seconds: float) -> dict:
+    """The node as its own process over DDS, fed 30 fps 1280x720, every output subscribed."""
+    from .loadgen import run_stream
+    cmd = [sys.executable, "-m", "dense_perception.node", "--ros-args",
+           "-p", f"model_path:={model_path}", "-p", "backend:=cpu",
+           "-p", f"num_threads:={threads}", "-p", "points_stride:=1"]
+    first = run_stream(cmd, fps=30.0, seconds=seconds, subscribe_all=True)
+    # A second start, for the load time with whatever LiteRT caches between runs.
+    second = run_stream(cmd, fps=30.0, seconds=3.0, subscribe_all=True)
+    stage_means = {k.split(" mean")[0]: float(v) for k, v in first.diagnostics.items()
+                   if k.endswith("mean (ms)") and v != "-"}
+    return {
+        "node_output_hz": round(first.output_hz(), 4),
+        "node_frames_in": first.frames_in, "node_frames_out": first.frames_out,
+        "node_frames_dropped": int(first.diagnostics.get("frames dropped", -1)),
+        "node_stage_mean_ms": stage_means,
+        "first_output_s": round(first.first_output_s, 2),
+        "first_output_second_start_s": round(second.first_output_s, 2),
+        "rss_mb": round(first.rss_at(seconds / 2), 1),
+        "output_age_p50_s": round(float(np.median(first.ages_s)), 3),
+    }
+
+
+def machine() -> dict:
+    """What this ran on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(),
+            "python": platform.python_version(), "ai_edge_litert": litert_version(),
+            "numpy": np.__version__}
+
+
+def table(results: dict) -> str:
+    """A plain-text table of the headline figures, one column per model class."""
+    rows = [("bare_invoke_ms", "bare invoke (ms)"), ("faster_api", "faster API"),
+            ("card_snippet_frame_ms", "card snippet, frame (ms)"),
+            ("pipeline_frame_ms", "our pipeline, frame (ms)"),
+            ("host_overhead_ms", "host overhead (ms)"), ("host_overhead_pct", "host overhead (%)"),
+            ("bare_invoke_hz", "bare invoke (Hz)"), ("node_output_hz", "node output (Hz)"),
+            ("node_vs_bare", "node / bare"), ("first_output_s", "first output (s)"),
+            ("first_output_second_start_s", "first output, 2nd start (s)"),
+            ("rss_mb", "node RSS (MB)"), ("pointcloud_ms", "point cloud 896x504 (ms)"),
+            ("pointcloud_reference_ms", "per-point loop (ms)")]
+    kinds = [k for k in results if k != "machine"]
+    lines = [f"{'':32}" + "".join(f"{k:>16}" for k in kinds)]
+    for key, label in rows:
+        lines.append(f"{label:32}" + "".join(f"{str(results[k].get(key, '-')):>16}"
+                                             for k in kinds))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="dense_perception benchmark")
+    parser.add_argument("--models", default=".cache/bench_models",
+                        help="folder with da3_class.tflite and tipsv2_class.tflite")
+    parser.add_argument("--threads", type=int, default=default_num_threads())
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--node-seconds", type=float, default=30.0)
+    parser.add_argument("--only", choices=sorted(MODEL_SPECS), action="append")
+    parser.add_argument("--out", default="bench_out")
+    args = parser.parse_args(argv)
+    results: dict = {"machine": {**machine(), "threads": args.threads}}
+    for kind in args.only or ["da3", "tipsv2"]:
+        model = str(Path(args.models) / f"{kind}_class.tflite")
+        print(f"== {kind}-class model {model}, {args.threads} threads")
+        r = bench_core(kind, model, args.threads, args.runs)
+        r["bare_invoke_hz"] = round(1000.0 / r["bare_invoke_ms"], 4)
+        r.update(bench_node(model, args.threads, args.node_seconds))
+        r["node_vs_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
+        results[kind] = r
+        print(json.dumps(r, indent=1))
+    results["pointcloud"] = bench_pointcloud(args.runs)
+    for kind in results:
+        if kind not in ("machine", "pointcloud"):
+            results[kind].update(results["pointcloud"])
+    del results["pointcloud"]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    text = table(results)
+    (out / "table.txt").write_text(text + "\n")
+    print(f"\nmachine: {results['machine']}\n{text}\nwritten {out / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Post-processing: depth units and views, normals, labels and the ADE20K data files."""
+
+import numpy as np
+
+from dense_perception import postprocess as post
+
+
+def test_depth_invalid_is_nan_and_scale_is_fixed():
+    raw = np.array([[[[1.0, -2.0], [np.inf, 0.0]]]], np.float32)
+    depth = post.depth_from_output(raw, 2.0)
+    assert depth[0, 0] == 2.0 and np.isnan(depth[0, 1]) and np.isnan(depth[1, 0])
+    assert np.isnan(depth[1, 1])
+
+
+def test_millimetres_clamp_and_zero_invalid():
+    depth = np.array([[0.0004, 1.2344, 70.0, np.nan, 0.0006]], np.float32)
+    assert post.depth_to_millimetres(depth).tolist() == [[0, 1234, 65535, 0, 1]]
+
+
+def test_colorized_depth_near_is_warm_and_invalid_black():
+    depth = np.tile(np.linspace(1, 10, 100, dtype=np.float32), (10, 1))
+    depth[:, :5] = np.nan
+    view = post.colorize_depth(depth)
+    assert view.shape == (10, 100, 3) and view.dtype == np.uint8
+    assert (view[:, :5] == 0).all()
+    near, far = view[5, 6].astype(int), view[5, 99].astype(int)
+    assert near[2] > near[0] and far[0] > far[2]  # bgr8: near red, far blue (TURBO)
+    assert (post.colorize_depth(np.full((4, 4), np.nan, np.float32)) == 0).all()
+
+
+def test_normals_are_unit_and_coloured():
+    raw = np.zeros((1, 3, 2, 2), np.float32)
+    raw[0, 2] = -2.0
+    raw[0, :, 1, 1] = 0.0
+    n = post.normals_from_output(raw)
+    np.testing.assert_allclose(n[0, 0], [0, 0, -1])
+    assert np.isnan(n[1, 1]).all()
+    rgb = post.colorize_normals(n)
+    assert tuple(rgb[0, 0]) == (128, 128, 0) and tuple(rgb[1, 1]) == (0, 0, 0)
+
+
+def test_labels_equal_argmax_including_ties():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(1, 150, 32, 32)).astype(np.float32)
+    logits[0, 7, 0, 0] = logits[0, 3, 0, 0] = 99.0  # a tie goes to the lower id
+    labels = post.labels_from_logits(logits)
+    np.testing.assert_array_equal(labels, logits[0].argmax(0))
+    assert labels[0, 0] == 3
+
+
+def test_ade20k_data_files():
+    names = post.ade20k_class_names()
+    assert len(names) == 150 and len(set(names)) == 150
+    assert names[:3] == ("wall", "building", "sky") and names[-1] == "flag"
+    palette = post.ade20k_palette()
+    assert palette.shape == (256, 3) and tuple(palette[0]) == (120, 120, 120)
+    assert (palette[150:] == 0).all()
+    labels = np.array([[0, 2], [post.INVALID_LABEL, 149]], np.uint8)
+    assert tuple(post.colorize_labels(labels)[1, 0]) == (0, 0, 0)
