@@ -16,7 +16,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
-        (f"share/{PACKAGE}/models", glob("models/*.tflite") + ["models/README.md"]),
+        (f"share/{PACKAGE}/models", glob("models/*.tflite") + glob("models/*.md")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

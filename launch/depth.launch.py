@@ -1,0 +1,72 @@
+"""Run dense_perception on a camera stream.
+
+    ros2 launch dense_perception depth.launch.py image:=/camera/image_raw backend:=cpu
+    ros2 launch dense_perception depth.launch.py \
+        config:=$(ros2 pkg prefix --share dense_perception)/config/tipsv2.yaml
+    ros2 launch dense_perception depth.launch.py model:=/path/to/other_model.tflite
+
+Parameters come from the ``config`` YAML; the ``model`` and ``backend`` arguments override
+its model_path and backend only when they are given.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+
+def _node(context):
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+
+    overrides = {}
+    if arg("backend"):
+        overrides["backend"] = arg("backend")
+    if arg("model"):
+        overrides["model_path"] = arg("model")
+    image = arg("image")
+    return [Node(
+        package="dense_perception",
+        executable="dense_perception_node",
+        name="dense_perception",
+        namespace=arg("namespace"),
+        parameters=[arg("config"), overrides],
+        remappings=[
+            ("image", image),
+            ("camera_info", arg("camera_info")),
+            ("image/compressed", image + "/compressed"),
+        ],
+        output="screen",
+        emulate_tty=True,
+    )]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            "model", default_value="",
+            description="Model .tflite file (absolute, or a name in the package's models/ "
+                        "folder); empty = the config's model_path"),
+        DeclareLaunchArgument(
+            "backend", default_value="", choices=["", "auto", "gpu", "cpu"],
+            description="auto (GPU if it works, else CPU), gpu, or cpu (XNNPACK, e.g. on a "
+                        "Raspberry Pi 5); empty = the config's backend"),
+        DeclareLaunchArgument(
+            "image", default_value="/camera/image_raw",
+            description="Camera image topic (its /compressed sibling is used when "
+                        "input_compressed is true)"),
+        DeclareLaunchArgument(
+            "camera_info", default_value="/camera/camera_info",
+            description="CameraInfo topic of the camera"),
+        DeclareLaunchArgument(
+            "config",
+            default_value=PathJoinSubstitution(
+                [FindPackageShare("dense_perception"), "config", "depth.yaml"]),
+            description="Parameters file (config/depth.yaml for DA3-Small, config/tipsv2.yaml "
+                        "for TIPSv2-B14-DPT)"),
+        DeclareLaunchArgument(
+            "namespace", default_value="",
+            description="Namespace of the node and its output topics"),
+        OpaqueFunction(function=_node),
+    ])
