@@ -42,7 +42,7 @@ class FrameStats:
             self.last_age_s = age_s
 
 
-def health(stats: FrameStats, frame_ms: float | None) -> tuple[bytes, str]:
+def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "") -> tuple[bytes, str]:
     """Diagnostic level and summary message; ``frame_ms`` is the mean time to handle a frame.
 
     With a one-slot buffer an output is at most about two frame times old (one waiting, one
@@ -58,6 +58,8 @@ def health(stats: FrameStats, frame_ms: float | None) -> tuple[bytes, str]:
                                        f"old, a frame takes {frame_ms:.0f} ms")
     if stats.intrinsics_guessed:
         return DiagnosticStatus.WARN, f"point cloud geometry is a guess ({stats.camera_info})"
+    if backend_note:
+        return DiagnosticStatus.WARN, backend_note + " (set backend: cpu to make it the plan)"
     if not stats.processed:
         return DiagnosticStatus.OK, "waiting for images (or for subscribers)"
     return DiagnosticStatus.OK, "running"
@@ -66,13 +68,14 @@ def health(stats: FrameStats, frame_ms: float | None) -> tuple[bytes, str]:
 def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_size: str,
                       fit: str, stats: FrameStats, stages: dict[str, StageStats],
                       input_hz: float, output_hz: float, received: int,
-                      dropped: int) -> DiagnosticArray:
+                      dropped: int, backend_note: str = "") -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` with every figure a user tunes the node by."""
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
-    level, message = health(stats, frame_ms)
+    level, message = health(stats, frame_ms, backend_note)
     size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"
     values = {
         "backend": backend,
+        "backend note": backend_note or "-",
         "model kind": model_kind,
         "input size -> model size": f"{size} -> {model_size}",
         "fit": fit,

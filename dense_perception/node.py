@@ -331,7 +331,8 @@ class DensePerceptionNode(Node):
             model_size=plan_size, fit=values["fit"], stats=self._stats,
             stages=self._timer.stats(), input_hz=self._in_rate.rate(),
             output_hz=self._out_rate.rate(), received=self._in_rate.total,
-            dropped=self.frames_dropped)
+            dropped=self.frames_dropped,
+            backend_note=getattr(self._pipeline.runner, "fallback_note", ""))
         self._diag_pub.publish(array)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:

@@ -36,6 +36,7 @@ class Runner(Protocol):
 
     backend: str        # "cpu" or "gpu"
     description: str    # e.g. "cpu (XNNPACK Interpreter, 4 threads)"
+    fallback_note: str  # why backend 'auto' is not on the GPU ("" otherwise)
     input_shapes: list[tuple[int, ...]]
     output_shapes: list[tuple[int, ...]]
 
@@ -163,6 +164,7 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
         raise ModelLoadError(f"num_threads must be >= 1, or -1 for all cores; got {num_threads}")
     check_model_file(model_path)
     runner: Runner | None = None
+    fallback_note = ""
     if backend in ("auto", "gpu"):
         try:
             runner = CompiledModelRunner(model_path)
@@ -172,7 +174,8 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
                 raise ModelLoadError(
                     f"the GPU backend did not initialise ({reason}). Check the GPU driver "
                     "(OpenCL/Vulkan), or set backend to 'auto' or 'cpu'.") from None
-            log(f"GPU unavailable ({reason}); falling back to CPU (XNNPACK)")
+            fallback_note = f"GPU unavailable ({reason}); fell back to CPU (XNNPACK)"
+            log(fallback_note)
     if runner is None:
         threads = default_num_threads() if num_threads == -1 else num_threads
         try:
@@ -181,6 +184,7 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
             raise ModelLoadError(f"model file '{model_path}' could not be loaded by LiteRT "
                                  f"({_first_line(exc)}). Re-download it (see "
                                  "models/README.md).") from None
+    runner.fallback_note = fallback_note
     if warmup:
         runner.input_buffer()[...] = 0.0
         runner.run()

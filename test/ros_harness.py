@@ -34,6 +34,7 @@ class Harness:
         """``keep``: how many messages per topic to remember (bounds the client's memory)."""
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
+        params = {"backend": "cpu", **params}  # tests that want "auto" say so
         overrides = [Parameter(k, value=v) for k, v in params.items()]
         self.node = DensePerceptionNode(context=self.context, parameter_overrides=overrides,
                                         runner_hook=runner_hook)
@@ -52,8 +53,9 @@ class Harness:
         self.executor.add_node(self.client)
         self._spin = threading.Thread(target=self.executor.spin, daemon=True)
         self._spin.start()
-        self.wait_until(lambda: self.image_pub.get_subscription_count() > 0
-                        or self.compressed_pub.get_subscription_count() > 0, 10, "node subscribes")
+        self.wait_until(lambda: (self.image_pub.get_subscription_count() > 0
+                                 or self.compressed_pub.get_subscription_count() > 0)
+                        and self.info_pub.get_subscription_count() > 0, 10, "node subscribes")
 
     def subscribe(self, topic: str, msg_type: type | None = None, transient: bool = False) -> None:
         qos = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL) if transient \

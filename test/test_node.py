@@ -281,3 +281,33 @@ def test_invoke_failure_mid_run_recovers(harness_factory):
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), good, info=info)
     h.wait_for("depth/image", where=lambda m: m.header.stamp == good.stamp)
     assert h.diagnostics(lambda d: d[0] == OK)
+
+
+def test_auto_backend_without_gpu_warns_in_diagnostics(harness_factory):
+    from test_runner import gpu_works
+    if gpu_works():
+        pytest.skip("this machine has a working GPU accelerator")
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "backend": "auto"},
+                        subscribe=("depth/image", "/diagnostics"))
+    h.wait_matched(("depth/image",))
+    h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header(), info=camera_info(64, 48))
+    h.wait_for("depth/image")
+    level, message, values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")
+    assert level == WARN and "GPU unavailable" in message and "fell back to CPU" in message
+    assert values["backend"].startswith("cpu")
+
+
+def test_camera_publisher_going_away_and_coming_back(harness_factory):
+    from rclpy.qos import qos_profile_sensor_data
+    h = harness_factory({"model_path": DA3_TEST_MODEL}, subscribe=("depth/image",))
+    h.wait_matched(("depth/image",))
+    first = h.header()
+    h.publish_frame(np.zeros((48, 64, 3), np.uint8), first)
+    h.wait_for("depth/image", where=lambda m: m.header.stamp == first.stamp)
+    h.client.destroy_publisher(h.image_pub)
+    time.sleep(0.5)
+    h.image_pub = h.client.create_publisher(Image, "image", qos_profile_sensor_data)
+    h.wait_until(lambda: h.image_pub.get_subscription_count() > 0, 10, "re-matched")
+    again = h.header()
+    h.publish_frame(np.zeros((48, 64, 3), np.uint8), again)
+    assert h.wait_for("depth/image", where=lambda m: m.header.stamp == again.stamp)

@@ -51,7 +51,8 @@ def test_auto_falls_back_to_cpu_and_says_why():
     messages = []
     runner = open_runner(TIPS_TEST_MODEL, "auto", log=messages.append)
     assert runner.backend == "cpu"
-    assert any("GPU unavailable" in m and "falling back to CPU" in m for m in messages)
+    assert any("GPU unavailable" in m and "fell back to CPU" in m for m in messages)
+    assert "GPU unavailable" in runner.fallback_note
     assert any("running on cpu" in m for m in messages)
 
 

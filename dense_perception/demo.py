@@ -1,0 +1,474 @@
+"""End-to-end demo: run the real node on a sample scene and save everything it publishes.
+
+``python -m dense_perception.demo [--model PATH] [--out demo_out] [--frames 3]``
+
+For each bundled test model (or only ``--model``), the node runs as its own process in the
+``/demo`` namespace; this process plays a generated 1280x720 scene with a matching CameraInfo at
+about 5 Hz, subscribes to every output the model provides until it has ``--frames`` of each, and
+writes them to ``<out>/<model stem>/``: PNGs (depth colourised, plus raw float32 ``.npy``),
+``points.ply``, ``classes.json``, ``input.png`` and ``node.log``. The node's last diagnostics are
+printed as a table. Exit status 0 on success; otherwise one line says what failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from std_msgs.msg import Header, String
+
+from . import postprocess as post
+from .messages import array_to_image, cloud_to_points, image_to_array
+from .models import ModelSignatureError, ModelSpec, detect_model_spec
+from .node import resolve_model_path
+from .runner import ModelLoadError, check_model_file
+
+REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
+TEST_MODELS = ("test_da3_small.tflite", "test_tipsv2_b14_dpt.tflite")
+NAMESPACE = "/demo"
+FRAME_ID = "camera_optical_frame"
+SCENE_SIZE = (1280, 720)  # width, height
+FOCAL_PX = 900.0
+PLAY_HZ = 5.0
+DEFAULT_DOMAIN_ID = "61"  # the Makefile's default; the caller's ROS_DOMAIN_ID wins
+STOP_TIMEOUT_S = 5.0
+DIAGNOSTICS_NAME = "dense_perception"
+CLASSES_TOPIC = "segmentation/classes"
+
+# Output topics (relative to the node's namespace) by the model output that feeds them.
+TOPICS_BY_OUTPUT: dict[str, dict[str, type]] = {
+    "depth": {"depth/image": Image, "depth/camera_info": CameraInfo, "depth/colored": Image,
+              "points": PointCloud2},
+    "normals": {"normals/image": Image, "normals/colored": Image},
+    "segmentation_logits": {"segmentation/labels": Image, "segmentation/colored": Image},
+}
+
+_FLOAT_ENCODINGS = {"32FC1": 1, "32FC3": 3}
+
+
+class DemoError(RuntimeError):
+    """The demo failed; the message is the one line printed."""
+
+
+# ---- the sample scene --------------------------------------------------------------------------
+def make_sample_scene(width: int = SCENE_SIZE[0], height: int = SCENE_SIZE[1]) -> np.ndarray:
+    """A deterministic H x W x 3 rgb8 scene: sky gradient, a floor with a perspective grid, and
+    coloured boxes and circles that shrink with distance toward the horizon."""
+    horizon = int(height * 0.42)
+    vanish = (width // 2, horizon)
+    scene = np.empty((height, width, 3), np.uint8)
+    t = np.linspace(0.0, 1.0, horizon)[:, None, None]
+    scene[:horizon] = (np.array([70, 130, 210]) * (1 - t) + np.array([200, 225, 245]) * t)
+    t = np.linspace(0.0, 1.0, height - horizon)[:, None, None]
+    scene[horizon:] = (np.array([120, 110, 95]) * (1 - t) + np.array([185, 170, 150]) * t)
+    _draw_floor_grid(scene, horizon, vanish)
+    _draw_objects(scene, horizon)
+    return scene
+
+
+def _draw_floor_grid(scene: np.ndarray, horizon: int, vanish: tuple[int, int]) -> None:
+    """Lines converging at the vanishing point and cross lines spaced as 1/distance."""
+    height, width = scene.shape[:2]
+    colour = (70, 65, 55)
+    for x in np.linspace(-2 * width, 3 * width, 21):
+        cv2.line(scene, vanish, (int(x), height - 1), colour, 2, cv2.LINE_AA)
+    for z in (1.0, 1.5, 2.2, 3.2, 4.6, 6.5, 9.5, 14.0):
+        y = horizon + int((height - horizon) / z)
+        cv2.line(scene, (0, y), (width - 1, y), colour, 2, cv2.LINE_AA)
+    scene[horizon - 1:horizon + 1] = (90, 90, 90)
+
+
+def _draw_objects(scene: np.ndarray, horizon: int) -> None:
+    """Boxes and circles standing on the floor; nearer ones are lower and larger."""
+    height, width = scene.shape[:2]
+    floor = height - horizon
+    # (centre x as a fraction of the width, distance, rgb colour, "box" | "circle")
+    objects = [(0.47, 6.0, (60, 170, 80), "circle"), (0.12, 4.0, (230, 200, 40), "box"),
+               (0.62, 2.6, (50, 90, 210), "box"), (0.36, 1.7, (210, 60, 50), "circle"),
+               (0.86, 1.3, (200, 80, 190), "box")]
+    for fx, dist, rgb, shape in sorted(objects, key=lambda o: -o[1]):  # far ones first
+        base = horizon + int(floor / dist)
+        size = int(0.9 * floor / dist)
+        cx = int(fx * width)
+        cv2.ellipse(scene, (cx, base), (size // 2 + 6, max(size // 12, 3)), 0, 0, 360,
+                    (80, 75, 65), -1, cv2.LINE_AA)  # shadow
+        if shape == "box":
+            top = base - size
+            cv2.rectangle(scene, (cx - size // 2, top), (cx + size // 2, base), rgb, -1)
+            side = tuple(int(c * 0.7) for c in rgb)
+            depth_px = size // 5
+            pts = np.array([(cx + size // 2, top), (cx + size // 2 + depth_px, top - depth_px),
+                            (cx + size // 2 + depth_px, base - depth_px), (cx + size // 2, base)])
+            cv2.fillConvexPoly(scene, pts, side, cv2.LINE_AA)
+            lid = tuple(min(int(c * 1.2) + 20, 255) for c in rgb)
+            pts = np.array([(cx - size // 2, top), (cx - size // 2 + depth_px, top - depth_px),
+                            (cx + size // 2 + depth_px, top - depth_px), (cx + size // 2, top)])
+            cv2.fillConvexPoly(scene, pts, lid, cv2.LINE_AA)
+        else:
+            cv2.circle(scene, (cx, base - size // 2), size // 2, rgb, -1, cv2.LINE_AA)
+            hi = tuple(min(int(c * 1.3) + 40, 255) for c in rgb)
+            cv2.circle(scene, (cx - size // 7, base - size // 2 - size // 7), size // 6, hi, -1,
+                       cv2.LINE_AA)
+
+
+def make_camera_info(width: int, height: int, focal: float = FOCAL_PX) -> CameraInfo:
+    """A distortion-free pinhole CameraInfo with the principal point at the image centre."""
+    info = CameraInfo(width=width, height=height, distortion_model="plumb_bob")
+    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
+    info.k = [focal, 0.0, cx, 0.0, focal, cy, 0.0, 0.0, 1.0]
+    info.p = [focal, 0.0, cx, 0.0, 0.0, focal, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    info.d = [0.0] * 5
+    return info
+
+
+# ---- message -> numpy conversions -------------------------------------------------------------
+def float_image_to_array(msg: Image) -> np.ndarray:
+    """H x W (32FC1) or H x W x 3 (32FC3) float32 copy of an Image's data."""
+    channels = _FLOAT_ENCODINGS[msg.encoding]
+    dtype = np.dtype(np.float32).newbyteorder(">" if msg.is_bigendian else "<")
+    rows = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.step)
+    pixels = rows[:, :msg.width * channels * 4].copy().view(dtype).astype(np.float32)
+    return pixels.reshape(msg.height, msg.width, channels).squeeze(axis=2) if channels == 1 \
+        else pixels.reshape(msg.height, msg.width, channels)
+
+
+def image_for_png(msg: Image) -> np.ndarray:
+    """What cv2.imwrite should get for ``msg``: BGR for colour, 8-bit grey for mono8."""
+    if msg.encoding == "32FC1":
+        return post.colorize_depth(float_image_to_array(msg))  # already bgr8
+    if msg.encoding == "32FC3":
+        rgb = np.nan_to_num((float_image_to_array(msg) + 1.0) * 0.5 * 255.0, nan=0.0)
+        return cv2.cvtColor(np.clip(rgb + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_RGB2BGR)
+    pixels = image_to_array(msg)
+    if msg.encoding == "rgb8":
+        return cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
+    if msg.encoding in ("bgr8", "mono8"):
+        return np.ascontiguousarray(pixels)
+    raise DemoError(f"cannot save an image with encoding '{msg.encoding}'")
+
+
+def write_ply(path: Path, cloud: PointCloud2) -> int:
+    """Write the finite points of ``cloud`` as ASCII PLY (x y z [r g b]); return their count."""
+    points = cloud_to_points(cloud).reshape(-1)
+    xyz = np.stack([points["x"], points["y"], points["z"]], axis=1)
+    keep = np.isfinite(xyz).all(axis=1)
+    xyz = xyz[keep]
+    has_rgb = "rgb" in points.dtype.names
+    header = ["ply", "format ascii 1.0", f"element vertex {len(xyz)}",
+              "property float x", "property float y", "property float z"]
+    if has_rgb:
+        packed = np.ascontiguousarray(points["rgb"][keep]).view(np.uint32)
+        rgb = np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255], axis=1)
+        header += ["property uchar red", "property uchar green", "property uchar blue"]
+    header.append("end_header")
+    with path.open("w") as f:
+        f.write("\n".join(header) + "\n")
+        if has_rgb:
+            for (x, y, z), (r, g, b) in zip(xyz.tolist(), rgb.tolist()):
+                f.write(f"{x:.5f} {y:.5f} {z:.5f} {r} {g} {b}\n")
+        else:
+            for x, y, z in xyz.tolist():
+                f.write(f"{x:.5f} {y:.5f} {z:.5f}\n")
+    return len(xyz)
+
+
+def diagnostics_table(msg: DiagnosticArray) -> str:
+    """The node's DiagnosticStatus as level, message and an aligned key | value table."""
+    status = next(s for s in msg.status if s.name.startswith(DIAGNOSTICS_NAME))
+    level = int.from_bytes(status.level, "little") if isinstance(status.level, bytes) \
+        else int(status.level)
+    level_name = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}.get(level, str(level))
+    rows = [(kv.key, kv.value) for kv in status.values]
+    width = max((len(k) for k, _ in rows), default=3)
+    lines = [f"diagnostics: {status.name}", f"  level: {level_name}",
+             f"  message: {status.message}", f"  {'key'.ljust(width)} | value",
+             f"  {'-' * width}-+-{'-' * 30}"]
+    lines += [f"  {k.ljust(width)} | {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+# ---- the client node: plays the scene, records the outputs -------------------------------------
+@dataclass
+class Recording:
+    """Everything received from the node under test."""
+
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    last: dict[str, Any] = field(default_factory=dict)
+    bad_headers: list[str] = field(default_factory=list)
+    diagnostics: DiagnosticArray | None = None
+    diagnostics_count: int = 0
+
+
+class DemoClient(Node):
+    """Publishes the scene + CameraInfo at PLAY_HZ and records every output of the node."""
+
+    def __init__(self, context: rclpy.Context, topics: dict[str, type], want_classes: bool,
+                 scene: np.ndarray) -> None:
+        super().__init__("dense_perception_demo", namespace=NAMESPACE, context=context)
+        self.recording = Recording()
+        self._sent_stamps: set[tuple[int, int]] = set()
+        height, width = scene.shape[:2]
+        self._image = array_to_image(scene, "rgb8", Header(frame_id=FRAME_ID))
+        self._info = make_camera_info(width, height)
+        self._image_pub = self.create_publisher(Image, "image", qos_profile_sensor_data)
+        self._info_pub = self.create_publisher(CameraInfo, "camera_info", qos_profile_sensor_data)
+        for topic, msg_type in topics.items():
+            self.create_subscription(msg_type, topic,
+                                     lambda msg, t=topic: self._on_output(t, msg), 10)
+        if want_classes:
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.create_subscription(String, CLASSES_TOPIC,
+                                     lambda msg: self._record(CLASSES_TOPIC, msg), latched)
+        self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+        self.create_timer(1.0 / PLAY_HZ, self._play)
+
+    def _play(self) -> None:
+        """Publish the scene and its CameraInfo with one fresh header."""
+        header = Header(frame_id=FRAME_ID, stamp=self.get_clock().now().to_msg())
+        self._sent_stamps.add((header.stamp.sec, header.stamp.nanosec))
+        self._image.header = header
+        self._info.header = header
+        self._info_pub.publish(self._info)
+        self._image_pub.publish(self._image)
+
+    def _on_output(self, topic: str, msg: Any) -> None:
+        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if msg.header.frame_id != FRAME_ID or stamp not in self._sent_stamps:
+            self.recording.bad_headers.append(
+                f"{topic}: header frame_id '{msg.header.frame_id}' stamp {stamp[0]}.{stamp[1]:09d}"
+                " matches no played frame")
+        self._record(topic, msg)
+
+    def _record(self, topic: str, msg: Any) -> None:
+        self.recording.counts[topic] += 1
+        self.recording.last[topic] = msg
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        if any(s.name.startswith(DIAGNOSTICS_NAME) for s in msg.status):
+            self.recording.diagnostics = msg
+            self.recording.diagnostics_count += 1
+
+
+# ---- one model -------------------------------------------------------------------------------
+@dataclass
+class DemoResult:
+    """What one model's run produced."""
+
+    model: Path
+    out_dir: Path
+    saved: list[str]
+    counts: dict[str, int]
+    seconds: float
+    diagnostics: str
+
+
+def model_spec(model: Path) -> ModelSpec:
+    """The supported model ``model`` is (from its signature); DemoError if none."""
+    try:
+        sig = check_model_file(str(model))
+        return detect_model_spec(sig.input_shapes, sig.output_shapes, source=str(model))
+    except (ModelLoadError, ModelSignatureError) as exc:
+        raise DemoError(str(exc)) from None
+
+
+def expected_topics(spec: ModelSpec) -> dict[str, type]:
+    """Every output topic the node publishes for ``spec`` (segmentation/classes excluded)."""
+    topics: dict[str, type] = {}
+    for out in spec.outputs:
+        topics.update(TOPICS_BY_OUTPUT[out.kind])
+    return topics
+
+
+def configure_dds() -> None:
+    """Keep DDS on this machine and on one domain for this process and the node subprocess:
+    ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and ROS_DOMAIN_ID=61 unless the caller set them."""
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_DOMAIN_ID", DEFAULT_DOMAIN_ID)
+
+
+def start_node(model: Path, log_path: Path) -> subprocess.Popen:
+    """Start the real node in NAMESPACE; its stdout and stderr go to ``log_path``."""
+    cmd = [sys.executable, "-m", "dense_perception.node", "--ros-args",
+           "-p", f"model_path:={model}", "-p", "backend:=auto", "-r", f"__ns:={NAMESPACE}"]
+    with log_path.open("w") as log:
+        return subprocess.Popen(cmd, env=dict(os.environ), stdout=log,
+                                stderr=subprocess.STDOUT)
+
+
+def stop_node(proc: subprocess.Popen, log_path: Path) -> None:
+    """SIGINT the node and require a clean exit (0) within STOP_TIMEOUT_S."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        code = proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise DemoError(f"the node did not exit within {STOP_TIMEOUT_S:.0f} s of SIGINT "
+                        f"(killed; see {log_path})") from None
+    if code != 0:
+        raise DemoError(f"the node exited with {code} after SIGINT: {last_log_line(log_path)}")
+
+
+def last_log_line(log_path: Path) -> str:
+    """The node log's last non-empty line (its FATAL reason when it failed to start)."""
+    lines = [ln.strip() for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else f"no output (see {log_path})"
+
+
+def collect(client: DemoClient, executor: SingleThreadedExecutor, proc: subprocess.Popen,
+            topics: list[str], frames: int, timeout: float, log_path: Path) -> None:
+    """Spin until every topic has ``frames`` messages (classes: 1) and fresh diagnostics."""
+    rec = client.recording
+    deadline = time.monotonic() + timeout
+
+    def missing() -> list[str]:
+        need = {t: (1 if t == CLASSES_TOPIC else frames) for t in topics}
+        return [f"{t} ({rec.counts[t]}/{n})" for t, n in need.items() if rec.counts[t] < n]
+
+    while missing():
+        executor.spin_once(timeout_sec=0.05)
+        if proc.poll() is not None:
+            raise DemoError(f"the node exited with {proc.returncode}: {last_log_line(log_path)}")
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {timeout:.0f} s; missing: {', '.join(missing())} "
+                            f"(node log: {log_path})")
+    # Diagnostics come once a second: wait for one that covers the frames just received.
+    seen = rec.diagnostics_count
+    until = time.monotonic() + 3.0
+    while rec.diagnostics_count == seen and time.monotonic() < until:
+        executor.spin_once(timeout_sec=0.05)
+    if rec.diagnostics is None:
+        raise DemoError("no /diagnostics from the node")
+    if rec.bad_headers:
+        raise DemoError(rec.bad_headers[0])
+
+
+def save_outputs(rec: Recording, scene: np.ndarray, out_dir: Path) -> list[str]:
+    """Write the scene and the last message of every topic; return the file names."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = []
+
+    def write_png(name: str, image: np.ndarray) -> None:
+        if not cv2.imwrite(str(out_dir / name), image):
+            raise DemoError(f"could not write {out_dir / name}")
+        saved.append(name)
+
+    write_png("input.png", cv2.cvtColor(scene, cv2.COLOR_RGB2BGR))
+    for topic, msg in sorted(rec.last.items()):
+        stem = topic.replace("/", "_")
+        if isinstance(msg, Image):
+            write_png(f"{stem}.png", image_for_png(msg))
+            if msg.encoding == "32FC1":  # the PNG is a colour view: keep the values too
+                np.save(out_dir / f"{stem}.npy", float_image_to_array(msg))
+                saved.append(f"{stem}.npy")
+        elif isinstance(msg, PointCloud2):
+            n = write_ply(out_dir / f"{stem}.ply", msg)
+            saved.append(f"{stem}.ply ({n} points)")
+        elif isinstance(msg, String):
+            classes = json.loads(msg.data)
+            (out_dir / "classes.json").write_text(json.dumps(classes, indent=1) + "\n")
+            saved.append(f"classes.json ({len(classes)} classes)")
+    return saved
+
+
+def run_model(model: Path, out_root: Path, frames: int, timeout: float) -> DemoResult:
+    """Run the node on ``model``, collect its outputs and save them."""
+    spec = model_spec(model)
+    out_dir = out_root / model.stem
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / "node.log"
+    topics = expected_topics(spec)
+    has_classes = spec.output_index("segmentation_logits") is not None
+    scene = make_sample_scene()
+    started = time.monotonic()
+    configure_dds()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    proc = start_node(model, log_path)
+    client = DemoClient(context, topics, has_classes, scene)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(client)
+    try:
+        wanted = list(topics) + ([CLASSES_TOPIC] if has_classes else [])
+        collect(client, executor, proc, wanted, frames, timeout, log_path)
+    finally:
+        try:
+            stop_node(proc, log_path)
+        finally:
+            executor.shutdown(timeout_sec=1.0)
+            client.destroy_node()
+            rclpy.try_shutdown(context=context)
+    rec = client.recording
+    saved = save_outputs(rec, scene, out_dir) + ["node.log"]
+    return DemoResult(model, out_dir, saved, dict(rec.counts), time.monotonic() - started,
+                      diagnostics_table(rec.diagnostics))
+
+
+def print_result(result: DemoResult) -> None:
+    """Summary of one model's run: diagnostics, message counts, files."""
+    print(result.diagnostics)
+    print(f"received ({result.seconds:.1f} s): " + ", ".join(
+        f"{t}={n}" for t, n in sorted(result.counts.items())))
+    print(f"saved in {result.out_dir}/: " + ", ".join(result.saved))
+
+
+# ---- entry point -----------------------------------------------------------------------------
+def default_models() -> list[Path]:
+    """The bundled test models."""
+    return [REPO_MODELS / name for name in TEST_MODELS]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", help="a .tflite file (default: both bundled test models)")
+    parser.add_argument("--out", default="demo_out", help="output folder (default: demo_out)")
+    parser.add_argument("--frames", type=int, default=3,
+                        help="messages to receive on every output topic (default: 3)")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds per model, node start-up included (default: 60)")
+    args = parser.parse_args(argv)
+    if args.frames < 1:
+        parser.error("--frames must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; 0 on success, 1 with a one-line reason on failure."""
+    args = parse_args(argv)
+    configure_dds()
+    models = [Path(resolve_model_path(args.model))] if args.model else default_models()
+    try:
+        for model in models:
+            print(f"== {model.name} (ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, "
+                  f"namespace {NAMESPACE})", flush=True)
+            print_result(run_model(model, Path(args.out), args.frames, args.timeout))
+    except DemoError as exc:
+        print(f"demo failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("demo failed: interrupted", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
