@@ -169,7 +169,9 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
         try:
             runner = CompiledModelRunner(model_path)
         except RuntimeError as exc:
-            reason = "no usable GPU device; LiteRT said: " + _first_line(exc)
+            # LiteRT's exception names only source lines; the driver's reason (no OpenCL/Vulkan
+            # device, ...) is in its own log on stderr just above.
+            reason = "no usable GPU device; LiteRT's log above says why"
             if backend == "gpu":
                 raise ModelLoadError(
                     f"the GPU backend did not initialise ({reason}). Check the GPU driver "

@@ -76,8 +76,10 @@ class RateMeter:
             self._trim(now)
             if len(self._stamps) < 2:
                 return 0.0
-            span = now - self._stamps[0]
-            return (len(self._stamps) - 1) / span if span > 0 else 0.0
+            first, last, gaps = self._stamps[0], self._stamps[-1], len(self._stamps) - 1
+            # Between events the rate is the events' own; once they are late, it decays.
+            span = max(last - first, now - first - (last - first) / gaps)
+            return gaps / span if span > 0 else 0.0
 
     def _trim(self, now: float) -> None:
         while self._stamps and now - self._stamps[0] > self._window_s:

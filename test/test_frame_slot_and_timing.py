@@ -45,5 +45,7 @@ def test_rate_meter():
     for i in range(11):
         meter.tick(now=100.0 + i * 0.5)  # 2 Hz
     assert meter.rate(now=105.0) == pytest.approx(2.0)
+    assert meter.rate(now=105.3) == pytest.approx(2.0)  # between two events: not lower
+    assert meter.rate(now=107.5) < 2.0  # events are late: the rate decays
     assert meter.total == 11
     assert meter.rate(now=200.0) == 0.0  # nothing in the window any more
