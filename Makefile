@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 VENV14 := .venv-litert14
+VENV_TORCH := .venv-bench
+BENCH_MODELS := .cache/bench_models
 PY := $(VENV)/bin/python
 PY14 := $(VENV14)/bin/python
 
@@ -14,7 +16,7 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-core demo bench soak models clean
+.PHONY: setup test demo bench soak models clean
 
 setup: $(VENV)/.ready
 
@@ -46,6 +48,18 @@ test: setup $(VENV14)/.ready
 	@echo "== runner and end-to-end tests again under ai-edge-litert 1.4.0 =="
 	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py
 
+# The heavy torch/litert-torch environment (benchmark models, DA3 export); never needed by `test`.
+$(VENV_TORCH)/.ready: requirements-torch.txt
+	@echo "setup: torch (CPU) and litert-torch in $(VENV_TORCH) for benchmark models and exports"
+	$(PYTHON) -m venv $(VENV_TORCH) && $(VENV_TORCH)/bin/pip install -q -r requirements-torch.txt
+	@touch $@
+
+# Speed, side by side in one run, on DA3-class and TIPSv2-class models built here.
+bench: setup $(VENV_TORCH)/.ready
+	$(VENV_TORCH)/bin/python -m dense_perception.bench_models --out $(BENCH_MODELS)
+	$(VENV)/bin/pip install -q pillow
+	$(PY) -m dense_perception.bench --models $(BENCH_MODELS)
+
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.
 soak: setup
 	$(PY) test/soak.py --seconds 60
@@ -54,4 +68,4 @@ demo: setup
 	$(PY) -m dense_perception.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
-	rm -rf $(VENV) $(VENV14) demo_out bench_out .pytest_cache
+	rm -rf $(VENV) $(VENV14) $(VENV_TORCH) .cache demo_out bench_out soak_out .pytest_cache

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from torch import nn
 
 SEED = 0
+MIN_CORRELATION = 0.99  # fp16 weights vs the fp32 torch model, per output
 
 DA3_INPUT = (1, 3, 896, 504)
 DA3_OUTPUTS = ((1, 1, 896, 504),)
@@ -107,7 +108,7 @@ class BuildReport:
     convert_s: float | None = None
     fp16: bool | None = None
     skipped: bool = False
-    notes: list[str] = field(default_factory=list)
+    reference: list[Any] = field(default_factory=list, repr=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,6 +328,8 @@ def _nn() -> SimpleNamespace:
             self.conv2 = nn.Conv2d(features // 2, hidden, 3, padding=1)
             self.conv3 = nn.Conv2d(hidden, bins or out_channels, 1)
             self.final_relu = final_relu
+            if final_relu:  # random weights: keep the output above 0 so it is not all zeros
+                nn.init.constant_(self.conv3.bias, 1.0)
             self.bins = None
             if bins:  # classification-bins depth: relu(l) / sum relu(l), weighted bin centres
                 self.bins = nn.Conv2d(bins, 1, 1, bias=False)
@@ -471,9 +474,9 @@ def count_params(model: "nn.Module") -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def check_outputs(model: "nn.Module", sample: "torch.Tensor",
-                  shapes: Sequence[Sequence[int]]) -> None:
-    """Run torch once and check the output shapes and their order."""
+def torch_outputs(model: "nn.Module", sample: "torch.Tensor",
+                  shapes: Sequence[Sequence[int]]) -> list[Any]:
+    """Run torch once, check the output shapes and their order, return them as numpy."""
     import torch
 
     with torch.no_grad():
@@ -482,6 +485,15 @@ def check_outputs(model: "nn.Module", sample: "torch.Tensor",
     got = [tuple(o.shape) for o in outs]
     if got != [tuple(s) for s in shapes]:
         raise AssertionError(f"torch outputs {got}, expected {list(shapes)}")
+    return [o.numpy() for o in outs]
+
+
+def correlations(reference: Sequence[Any], outputs: Sequence[Any]) -> list[float]:
+    """Pearson correlation of each converted output with the torch output."""
+    import numpy as np
+
+    return [float(np.corrcoef(np.ravel(a), np.ravel(b))[0, 1])
+            for a, b in zip(reference, outputs)]
 
 
 def _convert(model: "nn.Module", sample: "torch.Tensor", fp16: bool) -> Any:
@@ -533,6 +545,7 @@ class RuntimeCheck:
     ops_outside_delegate: dict[str, int]
     load_s: float
     invoke_ms: list[float]
+    outputs_data: list[Any] = field(default_factory=list, repr=False)
 
 
 def delegate_coverage(interp: Any) -> tuple[int, dict[str, int]]:
@@ -564,9 +577,9 @@ def delegate_coverage(interp: Any) -> tuple[int, dict[str, int]]:
     return len(delegates), leftover
 
 
-def check_runtime(path: str | os.PathLike, input_shape: Sequence[int], threads: int = 2,
+def check_runtime(path: str | os.PathLike, x: Any, threads: int = 2,
                   runs: int = 3) -> RuntimeCheck:
-    """Load ``path`` with the LiteRT Interpreter (XNNPACK), time 1 + ``runs`` invokes."""
+    """Load ``path`` in the LiteRT Interpreter (XNNPACK), run ``x``, time 1 + ``runs`` invokes."""
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
@@ -577,21 +590,21 @@ def check_runtime(path: str | os.PathLike, input_shape: Sequence[int], threads: 
     ins, outs = interp.get_input_details(), interp.get_output_details()
     fp16 = sum(1 for t in interp.get_tensor_details() if t["dtype"] == np.float16)
     partitions, leftover = delegate_coverage(interp)
-    x = np.random.default_rng(SEED).standard_normal(input_shape).astype(np.float32)
-    interp.set_tensor(ins[0]["index"], x)
+    interp.set_tensor(ins[0]["index"], np.ascontiguousarray(x, np.float32))
     times = []
     for _ in range(runs + 1):  # the first run is a warm-up
         t0 = time.perf_counter()
         interp.invoke()
         times.append((time.perf_counter() - t0) * 1000.0)
-    for d in outs:
-        if not np.isfinite(interp.get_tensor(d["index"])).all():
-            raise AssertionError(f"{path}: output {d['name']} is not finite")
+    data = [interp.get_tensor(d["index"]) for d in outs]
+    if not all(np.isfinite(a).all() for a in data):
+        raise AssertionError(f"{path}: an output is not finite")
     return RuntimeCheck(
         inputs=[tuple(int(v) for v in d["shape"]) for d in ins],
         outputs=[tuple(int(v) for v in d["shape"]) for d in outs],
         io_dtypes=[np.dtype(d["dtype"]).name for d in [*ins, *outs]],
-        fp16_tensors=fp16, partitions=partitions, ops_outside_delegate=leftover, load_s=load_s, invoke_ms=times[1:])
+        fp16_tensors=fp16, partitions=partitions, ops_outside_delegate=leftover,
+        load_s=load_s, invoke_ms=times[1:], outputs_data=data)
 
 
 def build_one(spec: BenchModelSpec, out_dir: Path, force: bool) -> BuildReport:
@@ -599,7 +612,7 @@ def build_one(spec: BenchModelSpec, out_dir: Path, force: bool) -> BuildReport:
     report = BuildReport(spec.name, out_dir / spec.filename)
     model = spec.build()
     sample = sample_input(spec.input_shape)
-    check_outputs(model, sample, spec.output_shapes)
+    report.reference = torch_outputs(model, sample, spec.output_shapes)
     report.macs = count_macs(model, sample)
     report.params = count_params(model)
     if report.path.exists() and not force:
@@ -611,7 +624,8 @@ def build_one(spec: BenchModelSpec, out_dir: Path, force: bool) -> BuildReport:
     return report
 
 
-def describe(report: BuildReport, check: RuntimeCheck, spec: BenchModelSpec) -> str:
+def describe(report: BuildReport, check: RuntimeCheck, spec: BenchModelSpec,
+             corr: Sequence[float]) -> str:
     """Human-readable summary lines for one model."""
     size_mb = report.path.stat().st_size / 1e6
     conv = ("skipped (file exists; --force rebuilds)" if report.skipped
@@ -623,6 +637,7 @@ def describe(report: BuildReport, check: RuntimeCheck, spec: BenchModelSpec) -> 
         f"file {size_mb:.1f} MB, conversion {conv}",
         f"  signature {check.inputs} -> {check.outputs}, I/O {sorted(set(check.io_dtypes))}, "
         f"fp16 tensors {check.fp16_tensors}",
+        f"  corr vs torch fp32: {', '.join(f'{c:.5f}' for c in corr)}",
         f"  XNNPACK partitions {check.partitions}; ops outside XNNPACK: {left or 'none'}",
         f"  load {check.load_s:.2f} s, invoke (2 threads) median of {len(check.invoke_ms)} "
         f"warm: {statistics.median(check.invoke_ms):.0f} ms "
@@ -652,10 +667,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and spec.name not in args.only:
             continue
         report = build_one(spec, Path(args.out), args.force)
-        check = check_runtime(report.path, spec.input_shape, threads=args.threads)
-        print(describe(report, check, spec), flush=True)
+        sample = sample_input(spec.input_shape).numpy()
+        check = check_runtime(report.path, sample, threads=args.threads)
+        corr = correlations(report.reference, check.outputs_data)
+        print(describe(report, check, spec, corr), flush=True)
         try:
             verify_signature(check, spec)
+            if not all(c >= MIN_CORRELATION for c in corr):  # NaN (constant output) fails
+                raise AssertionError(f"{spec.name}: converted outputs differ from torch: {corr}")
         except AssertionError as exc:
             print(f"  FAILED: {exc}", flush=True)
             failed = True
