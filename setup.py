@@ -28,6 +28,7 @@ setup(
     entry_points={
         "console_scripts": [
             f"dense_perception_node = {PACKAGE}.node:main",
+            f"dense-perception = {PACKAGE}.cli:main",
         ],
     },
 )

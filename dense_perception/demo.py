@@ -35,10 +35,10 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header, String
 
 from . import postprocess as post
-from .messages import array_to_image, cloud_to_points, image_to_array
+from .conversions import cloud_to_points, image_to_array
+from .messages import array_to_image
 from .models import ModelSignatureError, ModelSpec, detect_model_spec
-from .node import resolve_model_path
-from .runner import ModelLoadError, check_model_file
+from .runner import ModelLoadError, check_model_file, resolve_model_path
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
 TEST_MODELS = ("test_da3_small.tflite", "test_tipsv2_b14_dpt.tflite")

@@ -33,15 +33,14 @@ from std_msgs.msg import String
 from . import postprocess as post
 from .diagnostics import FrameStats, build_diagnostics
 from .frame_slot import FrameSlot
-from .intrinsics import Intrinsics
-from .messages import (BadImageError, array_to_image, camera_info_to_intrinsics,
-                       compressed_to_array, image_to_array, intrinsics_to_camera_info,
-                       points_to_cloud)
+from .conversions import (IMAGE_OUTPUTS, OUTPUTS, BadImageError, camera_info_to_intrinsics,
+                          compressed_to_array, image_to_array)
+from .messages import array_to_image, intrinsics_to_camera_info, points_to_cloud
 from .models import ModelSignatureError
 from .parameters import PARAMS, PARAMS_BY_NAME
 from .pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
-from .runner import ModelLoadError
-from .timing import RateMeter, StageTimer
+from .runner import ModelLoadError, resolve_model_path
+from .timing import RateMeter
 
 NODE_NAME = "dense_perception"
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
@@ -151,27 +150,27 @@ class DensePerceptionNode(Node):
         spec = self._spec
         has = {kind: spec.output_index(kind) is not None
                for kind in ("depth", "normals", "segmentation_logits")}
+        enabled = {
+            "depth": has["depth"] and values["publish_depth"],
+            "depth_info": has["depth"] and values["publish_depth"],
+            "depth_colored": has["depth"] and values["publish_depth"],
+            "normals": has["normals"] and values["publish_normals"],
+            "normals_colored": has["normals"] and values["publish_normals"],
+            "labels": has["segmentation_logits"] and values["publish_segmentation"],
+            "labels_colored": has["segmentation_logits"] and values["publish_segmentation"],
+            "points": has["depth"] and values["publish_points"],
+        }
+        types = {"sensor_msgs/msg/Image": Image, "sensor_msgs/msg/CameraInfo": CameraInfo,
+                 "sensor_msgs/msg/PointCloud2": PointCloud2}
         qos = {"qos_overriding_options": QoSOverridingOptions.with_default_policies()}
-        self._pubs: dict[str, Any] = {}
-
-        def add(key: str, msg_type: type, topic: str) -> None:
-            self._pubs[key] = self.create_publisher(msg_type, topic, PUBLISHER_QOS, **qos)
-
-        if has["depth"] and values["publish_depth"]:
-            add("depth", Image, "depth/image")
-            add("depth_info", CameraInfo, "depth/camera_info")
-            add("depth_colored", Image, "depth/colored")
-        if has["normals"] and values["publish_normals"]:
-            add("normals", Image, "normals/image")
-            add("normals_colored", Image, "normals/colored")
-        if has["segmentation_logits"] and values["publish_segmentation"]:
-            add("labels", Image, "segmentation/labels")
-            add("labels_colored", Image, "segmentation/colored")
+        self._pubs: dict[str, Any] = {
+            key: self.create_publisher(types[OUTPUTS[key][1]], OUTPUTS[key][0], PUBLISHER_QOS,
+                                       **qos)
+            for key, on in enabled.items() if on}
+        if enabled["labels"]:
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self._classes_pub = self.create_publisher(String, "segmentation/classes", latched)
+            self._classes_pub = self.create_publisher(String, OUTPUTS["classes"][0], latched)
             self._classes_pub.publish(String(data=json.dumps(list(post.ade20k_class_names()))))
-        if has["depth"] and values["publish_points"]:
-            add("points", PointCloud2, "points")
         if not self._pubs:
             raise StartupError("every output is switched off (publish_* parameters) or not "
                                "provided by this model; enable at least one")
@@ -311,9 +310,7 @@ class DensePerceptionNode(Node):
                 pubs["depth_info"].publish(intrinsics_to_camera_info(
                     products.intrinsics, header, None if products.intrinsics_guessed
                     else source_info))
-        for key, encoding in (("depth_colored", "bgr8"), ("normals", "32FC3"),
-                              ("normals_colored", "rgb8"), ("labels", "mono8"),
-                              ("labels_colored", "rgb8")):
+        for key, encoding in IMAGE_OUTPUTS.items():
             image = getattr(products, key)
             if image is not None and key in pubs:
                 pubs[key].publish(array_to_image(image, encoding, header))
@@ -352,22 +349,6 @@ class DensePerceptionNode(Node):
     def frames_dropped(self) -> int:
         """Frames replaced by newer ones before inference or before publishing."""
         return self._slot.dropped + self._finish_slot.dropped
-
-
-def resolve_model_path(model_path: str) -> str:
-    """An existing file for ``model_path``: as given, else in the installed package's models/."""
-    if not model_path or Path(model_path).is_absolute() or Path(model_path).exists():
-        return model_path
-    candidates = [Path(__file__).resolve().parents[1] / "models" / model_path]
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        candidates.insert(0, Path(get_package_share_directory(NODE_NAME)) / "models" / model_path)
-    except Exception:  # noqa: BLE001 - not installed with colcon: fine
-        pass
-    for candidate in candidates:
-        if candidate.is_file():
-            return str(candidate)
-    return model_path
 
 
 def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None = None) -> int:

@@ -125,6 +125,24 @@ class CompiledModelRunner:
                 for buf, shape in zip(self._outputs, self.output_shapes)]
 
 
+def resolve_model_path(model_path: str) -> str:
+    """An existing file for ``model_path``: as given, else a file of that name in the installed
+    package's share/dense_perception/models/ (colcon) or the source tree's models/ folder."""
+    if not model_path or Path(model_path).is_absolute() or Path(model_path).exists():
+        return model_path
+    candidates = [Path(__file__).resolve().parents[1] / "models" / model_path]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.insert(0, Path(get_package_share_directory("dense_perception")) / "models"
+                          / model_path)
+    except Exception:  # noqa: BLE001 - not installed with colcon (or no ament_index): fine
+        pass
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate)
+    return model_path
+
+
 def check_model_file(model_path: str) -> TfliteSignature:
     """The file's signature; ModelLoadError with a fix when ``model_path`` is missing,
     unreadable, not a .tflite or damaged (before LiteRT, which may crash on a damaged file)."""
@@ -168,7 +186,7 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     if backend in ("auto", "gpu"):
         try:
             runner = CompiledModelRunner(model_path)
-        except RuntimeError as exc:
+        except RuntimeError:
             # LiteRT's exception names only source lines; the driver's reason (no OpenCL/Vulkan
             # device, ...) is in its own log on stderr just above.
             reason = "no usable GPU device; LiteRT's log above says why"

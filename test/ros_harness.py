@@ -14,7 +14,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
-from std_msgs.msg import Header, String
+from std_msgs.msg import Header
 
 from dense_perception.messages import array_to_image
 from dense_perception.node import DensePerceptionNode

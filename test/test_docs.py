@@ -3,10 +3,10 @@
 import re
 
 from conftest import REPO
+from dense_perception.conversions import OUTPUTS
 from dense_perception.parameters import PARAMS
 
 README = (REPO / "README.md").read_text()
-NODE_SOURCE = (REPO / "dense_perception" / "node.py").read_text()
 
 
 def test_every_parameter_is_in_the_readme_table():
@@ -16,8 +16,8 @@ def test_every_parameter_is_in_the_readme_table():
 
 
 def test_every_topic_is_in_the_readme():
-    topics = set(re.findall(r'add\("\w+", \w+, "([a-z/_]+)"\)', NODE_SOURCE))
-    topics |= {"segmentation/classes", "image", "camera_info", "image/compressed"}
+    topics = {topic for topic, _, _ in OUTPUTS.values()}
+    topics |= {"image", "camera_info", "image/compressed", "/diagnostics"}
     assert len(topics) > 10
     for topic in topics:
         assert f"`{topic}`" in README, f"topic {topic} is not documented"

@@ -79,7 +79,8 @@ def _node_source_facts() -> tuple[str, set[str]]:
 
 def test_package_facts_are_consistent():
     scripts = _console_scripts()
-    assert scripts == {"dense_perception_node": "dense_perception.node:main"}
+    assert scripts == {"dense_perception_node": "dense_perception.node:main",
+                       "dense-perception": "dense_perception.cli:main"}
     node_name, topics = _node_source_facts()
     assert node_name == "dense_perception"
     assert topics == {"image", "image/compressed", "camera_info"}

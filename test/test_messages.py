@@ -9,9 +9,10 @@ from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from dense_perception.intrinsics import Intrinsics  # noqa: E402
-from dense_perception.messages import (BadImageError, array_to_image, cloud_to_points,  # noqa: E402
-                                       compressed_to_array, image_to_array,
-                                       intrinsics_to_camera_info, points_to_cloud)
+from dense_perception.conversions import (BadImageError, cloud_to_points,  # noqa: E402
+                                          compressed_to_array, image_to_array)
+from dense_perception.messages import (array_to_image, intrinsics_to_camera_info,  # noqa: E402
+                                       points_to_cloud)
 from dense_perception.pointcloud import depth_to_points  # noqa: E402
 
 

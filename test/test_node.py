@@ -1,7 +1,6 @@
 """The node over real DDS (pip ROS 2 Kilted): every output topic, headers, values, behaviour."""
 
 import json
-import threading
 import time
 
 import cv2
@@ -19,20 +18,13 @@ from test_pipeline import (camera_colour_at_published, da3_depth_of, gradient_fr
 
 from dense_perception.fit import make_fit_plan  # noqa: E402
 from dense_perception.intrinsics import Intrinsics  # noqa: E402
-from dense_perception.messages import cloud_to_points  # noqa: E402
+from dense_perception.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 
 pytestmark = pytest.mark.ros
 OK, WARN, ERROR = 0, 1, 2
 
 
-def as_array(msg: Image) -> np.ndarray:
-    dtype, channels = {"32FC1": (np.float32, 1), "32FC3": (np.float32, 3), "16UC1": (np.uint16, 1),
-                       "mono8": (np.uint8, 1), "rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3)}[
-        msg.encoding]
-    data = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.step)
-    row = data[:, :msg.width * channels * np.dtype(dtype).itemsize].copy().view(dtype)
-    return row.reshape(msg.height, msg.width, channels).squeeze(-1) if channels == 1 else \
-        row.reshape(msg.height, msg.width, channels)
+as_array = image_msg_to_array
 
 
 class HookedRunner:

@@ -1,0 +1,398 @@
+"""ROS 2 bags in and out for the offline ``process`` command, with no ROS install needed.
+
+Everything goes through the maintained ``rosbags`` library: rosbag2 folders (MCAP or sqlite3)
+and bare ``.mcap`` / ``.db3`` files are read with ``rosbags.rosbag2.Reader``; the output is a
+new rosbag2 folder written with ``rosbags.rosbag2.Writer``; messages are (de)serialised with a
+``rosbags`` typestore. The message layouts are the node's (``conversions.py``), built with the
+``rosbags`` message classes instead of rclpy's.
+
+Output topics live in the namespace of the input image topic, with the node's names and types:
+``/camera/image_raw`` (or ``/camera/image_raw/compressed``) gives ``/camera/depth/image``,
+``/camera/depth/camera_info``, ``/camera/points``, ... (see :data:`OUTPUT_TOPICS`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
+                                QosTime)
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from . import postprocess as post
+from .conversions import (IMAGE_OUTPUTS, OUTPUTS, BadImageError, camera_info_fields,
+                          cloud_fields, compressed_to_array, image_fields, image_to_array)
+from .intrinsics import Intrinsics
+
+IMAGE = "sensor_msgs/msg/Image"
+COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
+CAMERA_INFO = "sensor_msgs/msg/CameraInfo"
+POINT_CLOUD2 = "sensor_msgs/msg/PointCloud2"
+STRING = "std_msgs/msg/String"
+IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
+BAG_FORMATS = ("mcap", "sqlite3")
+BAG_SUFFIXES = (".mcap", ".db3")
+
+# Output key -> (topic relative to the image topic's namespace, message type): the node's.
+OUTPUT_TOPICS: dict[str, tuple[str, str]] = {key: (topic, msgtype)
+                                             for key, (topic, msgtype, _) in OUTPUTS.items()}
+IMAGE_ENCODINGS = IMAGE_OUTPUTS
+
+
+def _typestore():
+    for name in ("ROS2_KILTED", "ROS2_JAZZY", "LATEST"):
+        store = getattr(Stores, name, None)
+        if store is not None:
+            return get_typestore(store)
+    raise RuntimeError("rosbags has no ROS 2 typestore")  # pragma: no cover
+
+
+TYPESTORE = _typestore()
+_T = TYPESTORE.types
+Header = _T["std_msgs/msg/Header"]
+Time = _T["builtin_interfaces/msg/Time"]
+ImageMsg = _T[IMAGE]
+CompressedImageMsg = _T[COMPRESSED_IMAGE]
+CameraInfoMsg = _T[CAMERA_INFO]
+PointCloud2Msg = _T[POINT_CLOUD2]
+PointField = _T["sensor_msgs/msg/PointField"]
+RegionOfInterest = _T["sensor_msgs/msg/RegionOfInterest"]
+StringMsg = _T[STRING]
+
+# The node publishes segmentation/classes latched (transient local, depth 1).
+_ZERO = QosTime(0, 0)
+LATCHED_QOS = Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE,
+                  QosDurability.TRANSIENT_LOCAL, _ZERO, _ZERO, QosLiveliness.AUTOMATIC, _ZERO,
+                  False)
+
+
+class BagError(RuntimeError):
+    """A bag cannot be read or written as asked; the message says why (one line)."""
+
+
+def one_line(exc: BaseException | str, limit: int = 300) -> str:
+    """An exception's text on one line, shortened."""
+    text = " ".join(str(exc).split()) or (type(exc).__name__ if isinstance(exc, BaseException)
+                                          else "")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# ---- rosbags messages from the shared layouts (conversions.py) -----------------------------
+def message_to_frame(msgtype: str, msg: Any) -> tuple[np.ndarray, str]:
+    """(frame, encoding) from a deserialised Image or CompressedImage."""
+    if msgtype == COMPRESSED_IMAGE:
+        return compressed_to_array(msg)
+    return image_to_array(msg), msg.encoding
+
+
+def array_to_image(image: np.ndarray, encoding: str, header: Any) -> Any:
+    """An Image holding ``image`` (H x W [x C])."""
+    return ImageMsg(header=header, **image_fields(image, encoding))
+
+
+def intrinsics_to_camera_info(k: Intrinsics, header: Any, source: Any = None) -> Any:
+    """CameraInfo for the published grid (see ``conversions.camera_info_fields``)."""
+    fields = {name: np.asarray(value, np.float64) if name in ("d", "k", "r", "p") else value
+              for name, value in camera_info_fields(k, source).items()}
+    return CameraInfoMsg(
+        header=header, binning_x=0, binning_y=0,
+        roi=RegionOfInterest(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False),
+        **fields)
+
+
+def points_to_cloud(points: np.ndarray, header: Any) -> Any:
+    """A PointCloud2 from a structured float32 array (organised if 2-D, else 1 x N)."""
+    fields = cloud_fields(points)
+    fields["fields"] = [PointField(name=name, offset=offset, datatype=PointField.FLOAT32, count=1)
+                        for name, offset in fields["fields"]]
+    return PointCloud2Msg(header=header, **fields)
+
+
+# ---- topic names -------------------------------------------------------------------------------
+def namespace_of(image_topic: str) -> str:
+    """The namespace an image topic lives in: ``/camera/image_raw[/compressed]`` -> ``/camera``."""
+    name = "/" + image_topic.strip("/")
+    if name.endswith("/compressed"):
+        name = name[:-len("/compressed")]
+    return name.rsplit("/", 1)[0]
+
+
+def join_topic(namespace: str, name: str) -> str:
+    """``namespace`` + ``name`` with exactly one slash between them (root namespace = '')."""
+    namespace = namespace.strip("/")
+    return f"/{namespace}/{name}" if namespace else f"/{name}"
+
+
+def output_topic_names(namespace: str) -> dict[str, str]:
+    """Output key -> full topic name in ``namespace``."""
+    return {key: join_topic(namespace, rel) for key, (rel, _) in OUTPUT_TOPICS.items()}
+
+
+# ---- reading --------------------------------------------------------------------------------------
+def is_bag(path: Path) -> bool:
+    """A rosbag2 folder (with metadata.yaml) or a bare .mcap / .db3 file."""
+    if path.is_dir():
+        return (path / "metadata.yaml").is_file()
+    return path.suffix.lower() in BAG_SUFFIXES
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    topic: str
+    msgtype: str
+    count: int
+
+
+class BagInput:
+    """An open input bag; every failure of the ``rosbags`` reader becomes a one-line BagError."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self._reader = Reader(self.path)
+            self._reader.open()
+        except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on a damaged bag
+            raise BagError(self._damaged(exc)) from None
+        self.connections = list(self._reader.connections)
+
+    def _damaged(self, exc: BaseException) -> str:
+        hint = ""
+        if self.path.suffix == ".mcap" or any(self.path.glob("*.mcap")):
+            hint = (" (a recording that was not closed, e.g. a killed recorder, can often be "
+                    "repaired with 'ros2 bag reindex')")
+        return f"cannot read bag '{self.path}': {one_line(exc)}{hint}"
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic with its type and message count, in name order."""
+        counts: dict[tuple[str, str], int] = {}
+        for conn in self.connections:
+            key = (conn.topic, conn.msgtype)
+            counts[key] = counts.get(key, 0) + int(conn.msgcount)
+        return [TopicInfo(t, m, n) for (t, m), n in sorted(counts.items())]
+
+    def image_topics(self) -> list[TopicInfo]:
+        return [t for t in self.topics() if t.msgtype in IMAGE_TYPES]
+
+    def describe_image_topics(self) -> str:
+        topics = self.image_topics()
+        if not topics:
+            return "the bag has no sensor_msgs/Image or CompressedImage topic"
+        return "its image topics: " + ", ".join(
+            f"{t.topic} ({t.msgtype.rsplit('/', 1)[-1]}, {t.count} msgs)" for t in topics)
+
+    def image_connections(self, topic: str | None) -> list[Any]:
+        """The connections of the image topic to process (``None``: the only image topic)."""
+        if topic is None:
+            images = self.image_topics()
+            if len(images) != 1:
+                raise BagError(f"bag '{self.path}' has {len(images)} image topics; choose one "
+                               f"with --topic ({self.describe_image_topics()})")
+            topic = images[0].topic
+        topic = "/" + topic.lstrip("/")
+        conns = [c for c in self.connections if c.topic == topic]
+        if not conns:
+            raise BagError(f"topic '{topic}' is not in bag '{self.path}'; "
+                           f"{self.describe_image_topics()}")
+        wrong = sorted({c.msgtype for c in conns if c.msgtype not in IMAGE_TYPES})
+        if wrong:
+            raise BagError(f"topic '{topic}' has type {', '.join(wrong)}, not sensor_msgs/msg/"
+                           f"Image or CompressedImage; {self.describe_image_topics()}")
+        return conns
+
+    def camera_info_connections(self, topic: str | None, image_topic: str
+                                ) -> tuple[list[Any], str]:
+        """CameraInfo connections for ``image_topic`` and a note on how they were chosen.
+
+        ``topic`` None: ``<namespace>/camera_info`` if present, else the bag's only CameraInfo
+        topic, else none (points then use a pinhole guess).
+        """
+        infos = [t.topic for t in self.topics() if t.msgtype == CAMERA_INFO]
+        if topic is not None:
+            topic = "/" + topic.lstrip("/")
+            conns = [c for c in self.connections if c.topic == topic]
+            if not conns:
+                listed = ", ".join(infos) if infos else "none"
+                raise BagError(f"camera info topic '{topic}' is not in bag '{self.path}'; its "
+                               f"CameraInfo topics: {listed}")
+            wrong = sorted({c.msgtype for c in conns if c.msgtype != CAMERA_INFO})
+            if wrong:
+                raise BagError(f"topic '{topic}' has type {', '.join(wrong)}, not {CAMERA_INFO}")
+            return conns, f"{topic} (as given)"
+        conventional = join_topic(namespace_of(image_topic), "camera_info")
+        if conventional in infos:
+            return [c for c in self.connections if c.topic == conventional], conventional
+        if len(infos) == 1:
+            return ([c for c in self.connections if c.topic == infos[0]],
+                    f"{infos[0]} (the bag's only CameraInfo topic)")
+        return [], "none"
+
+    def messages(self, connections: list[Any] | None = None
+                 ) -> Iterator[tuple[Any, int, bytes]]:
+        """(connection, log time ns, raw CDR) in log-time order; BagError if the bag is damaged."""
+        index = 0
+        try:
+            for conn, stamp, data in self._reader.messages(connections or ()):
+                index += 1
+                yield conn, stamp, data
+        except GeneratorExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - damaged chunks raise anything
+            raise BagError(f"bag '{self.path}' is damaged after {index} messages: "
+                           f"{one_line(exc)}") from None
+
+    def decode(self, conn: Any, data: bytes) -> Any:
+        try:
+            return TYPESTORE.deserialize_cdr(data, conn.msgtype)
+        except Exception as exc:  # noqa: BLE001
+            raise BadImageError(f"cannot deserialise {conn.msgtype} on {conn.topic}: "
+                                f"{one_line(exc)}") from None
+
+    def close(self) -> None:
+        try:
+            self._reader.close()
+        except Exception:  # noqa: BLE001 - closing a damaged bag must not hide the first error
+            pass
+
+
+def stamp_key(header: Any) -> tuple[int, int]:
+    return int(header.stamp.sec), int(header.stamp.nanosec)
+
+
+class CameraInfoIndex:
+    """Every CameraInfo of a topic, read once up front, so a frame finds its own even when the
+    CameraInfo was logged after the image.
+
+    Lookup: the CameraInfo with the image's stamp, else the latest one logged at or before the
+    image, else the first one in the bag (frames before the first CameraInfo).
+    """
+
+    def __init__(self, bag: BagInput, connections: list[Any]) -> None:
+        self._bag = bag
+        self._by_stamp: dict[tuple[int, int], tuple[Any, bytes]] = {}
+        self._times: list[int] = []
+        self._by_time: list[tuple[Any, bytes]] = []
+        for conn, log_time, data in (bag.messages(connections) if connections else ()):
+            try:
+                msg = TYPESTORE.deserialize_cdr(data, conn.msgtype)
+            except Exception:  # noqa: BLE001 - a bad CameraInfo is skipped like a missing one
+                continue
+            self._by_stamp[stamp_key(msg.header)] = (conn, data)
+            self._times.append(log_time)
+            self._by_time.append((conn, data))
+        self.count = len(self._times)
+
+    def lookup(self, header: Any, log_time: int) -> tuple[Any | None, str]:
+        """(CameraInfo or None, how it was chosen)."""
+        if not self._times:
+            return None, "none in the bag"
+        hit = self._by_stamp.get(stamp_key(header))
+        note = "matched image stamp"
+        if hit is None:
+            i = bisect.bisect_right(self._times, log_time) - 1
+            hit, note = (self._by_time[i], "latest (no stamp match)") if i >= 0 else \
+                (self._by_time[0], "first in the bag (none before this frame)")
+        conn, data = hit
+        return TYPESTORE.deserialize_cdr(data, conn.msgtype), note
+
+
+# ---- writing ------------------------------------------------------------------------------------
+class BagOutput:
+    """A new rosbag2 folder (MCAP or sqlite3); always close() it, also after errors or Ctrl-C."""
+
+    def __init__(self, path: str | Path, fmt: str = "mcap") -> None:
+        if fmt not in BAG_FORMATS:
+            raise BagError(f"bag format '{fmt}' is unknown; use one of: {', '.join(BAG_FORMATS)}")
+        self.path = Path(path)
+        plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
+        try:
+            self._writer = Writer(self.path, version=9, storage_plugin=plugin)
+            self._writer.open()
+        except Exception as exc:  # noqa: BLE001
+            raise BagError(f"cannot create bag '{self.path}': {one_line(exc)}") from None
+        self._by_topic: dict[str, Any] = {}
+        self.counts: dict[str, int] = {}
+        self.closed = False
+
+    def add(self, topic: str, msgtype: str, qos: list[Qos] | None = None) -> Any:
+        conn = self._writer.add_connection(topic, msgtype, typestore=TYPESTORE,
+                                           offered_qos_profiles=qos or [])
+        self._by_topic[topic] = conn
+        self.counts[topic] = 0
+        return conn
+
+    def copy_connection(self, conn: Any) -> Any | None:
+        """A connection like input ``conn`` (its definition, hash and QoS), or None when the bag
+        carries no definition for a type this typestore does not know either."""
+        msgdef = conn.msgdef.data if conn.msgdef is not None else ""
+        qos = list(getattr(conn.ext, "offered_qos_profiles", []) or [])
+        kwargs: dict[str, Any] = {"offered_qos_profiles": qos}
+        if msgdef and conn.digest:
+            kwargs.update(msgdef=msgdef, rihs01=conn.digest)
+        elif conn.msgtype in TYPESTORE.types:
+            kwargs.update(typestore=TYPESTORE)
+        else:
+            return None
+        fmt = getattr(conn.ext, "serialization_format", "cdr")
+        for existing in self._writer.connections:  # several input connections, same topic
+            if existing.topic == conn.topic and existing.msgtype == conn.msgtype:
+                return existing
+        out = self._writer.add_connection(conn.topic, conn.msgtype, serialization_format=fmt,
+                                          **kwargs)
+        self.counts.setdefault(conn.topic, 0)
+        return out
+
+    def write_raw(self, conn: Any, log_time: int, data: bytes | memoryview) -> None:
+        self._writer.write(conn, log_time, data)
+        self.counts[conn.topic] = self.counts.get(conn.topic, 0) + 1
+
+    def write(self, topic: str, msg: Any, log_time: int) -> None:
+        conn = self._by_topic[topic]
+        self.write_raw(conn, log_time, TYPESTORE.serialize_cdr(msg, conn.msgtype))
+
+    def close(self) -> None:
+        """Finish the storage file and write metadata.yaml (idempotent)."""
+        if not self.closed:
+            self.closed = True
+            self._writer.close()
+
+
+class BagSink:
+    """Writes each frame's products to a BagOutput with the node's topics, types and headers."""
+
+    def __init__(self, out: BagOutput, namespace: str, keys: list[str],
+                 depth_encoding: str = "32FC1") -> None:
+        self.out = out
+        self.topics = {k: v for k, v in output_topic_names(namespace).items() if k in keys}
+        self.depth_encoding = depth_encoding
+        self._classes_written = False
+        for key, topic in self.topics.items():
+            out.add(topic, OUTPUT_TOPICS[key][1], [LATCHED_QOS] if key == "classes" else None)
+
+    def write(self, products: Any, header: Any, log_time: int, source_info: Any = None) -> None:
+        topics, write = self.topics, self.out.write
+        if "classes" in topics and not self._classes_written:
+            write(topics["classes"], StringMsg(data=json.dumps(list(post.ade20k_class_names()))),
+                  log_time)
+            self._classes_written = True
+        if products.depth is not None and "depth" in topics:
+            if self.depth_encoding == "16UC1":
+                msg = array_to_image(post.depth_to_millimetres(products.depth), "16UC1", header)
+            else:
+                msg = array_to_image(products.depth, "32FC1", header)
+            write(topics["depth"], msg, log_time)
+        if products.intrinsics is not None and "depth_info" in topics:
+            write(topics["depth_info"], intrinsics_to_camera_info(
+                products.intrinsics, header,
+                None if products.intrinsics_guessed else source_info), log_time)
+        for key, encoding in IMAGE_ENCODINGS.items():
+            image = getattr(products, key)
+            if image is not None and key in topics:
+                write(topics[key], array_to_image(image, encoding, header), log_time)
+        if products.points is not None and "points" in topics:
+            write(topics["points"], points_to_cloud(products.points, header), log_time)

@@ -1,0 +1,214 @@
+"""Image and video files in, result folders out, for the offline ``process`` command.
+
+Output folder layout (one file per frame and product, ``<stem>`` = the input file's stem or
+``frame_000123`` for videos)::
+
+    depth/<stem>.npy             float32 metres (or relative units), NaN = invalid
+    depth/<stem>.png             ... or 16-bit PNG in millimetres, 0 = invalid (--depth-format png16)
+    depth_colored/<stem>.png     colour view (near = warm)
+    normals/<stem>.npy           float32 H x W x 3 unit vectors, camera optical frame, NaN invalid
+    normals_colored/<stem>.png
+    labels/<stem>.png            8-bit ADE20K class ids, 255 = not seen by the model
+    labels_colored/<stem>.png
+    points/<stem>.ply            binary PLY, x y z float (metres, camera optical frame) [+ rgb]
+    classes.json                 ADE20K class names, index = label id (with labels)
+    summary.json                 model, backend, frames, per-stage timing (mean / p95 ms), ...
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import cv2
+import numpy as np
+
+from . import postprocess as post
+from .timing import StageStats
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm",
+                  ".pnm", ".jp2")
+DEPTH_FORMATS = ("npy", "png16")
+
+
+class InputError(RuntimeError):
+    """An input or output path cannot be used; the message says why (one line)."""
+
+
+# ---- inputs -------------------------------------------------------------------------------------
+def is_image_file(path: Path) -> bool:
+    return path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def list_images(folder: Path) -> list[Path]:
+    """The image files directly in ``folder``, in name order (numbers compared as numbers)."""
+    files = [p for p in folder.iterdir() if p.is_file() and is_image_file(p)
+             and not p.name.startswith(".")]
+    return sorted(files, key=_natural_key)
+
+
+def _natural_key(path: Path) -> list[Any]:
+    return [int(part) if part.isdigit() else part.lower()
+            for part in re.split(r"(\d+)", path.name)]
+
+
+def read_image(path: Path) -> np.ndarray:
+    """An image file as bgr8 (grey and 16-bit images are converted); InputError if unreadable."""
+    data = np.fromfile(str(path), np.uint8) if path.is_file() else None
+    frame = cv2.imdecode(data, cv2.IMREAD_COLOR) if data is not None and data.size else None
+    if frame is None:
+        raise InputError(f"cannot read image '{path}' (not an image OpenCV can decode)")
+    return frame
+
+
+class VideoInput:
+    """A video file read with OpenCV; InputError when it cannot be opened or has no frame."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not path.is_file():
+            raise InputError(f"input '{path}' does not exist")
+        self._cap = cv2.VideoCapture(str(path))
+        if not self._cap.isOpened():
+            raise InputError(f"cannot open '{path}' as a video, image or bag (OpenCV could not "
+                             f"read it)")
+        ok, self._first = self._cap.read()
+        if not ok or self._first is None:
+            self._cap.release()
+            raise InputError(f"cannot read a frame from video '{path}' (unsupported codec or "
+                             f"damaged file)")
+        count = int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        self.frame_count = count if count > 0 else None
+        fps = float(self._cap.get(cv2.CAP_PROP_FPS))
+        self.fps = fps if math.isfinite(fps) and fps > 0 else None
+
+    def frames(self) -> Iterator[np.ndarray]:
+        """bgr8 frames until the end (or the first unreadable frame)."""
+        frame = self._first
+        while frame is not None:
+            yield frame
+            ok, frame = self._cap.read()
+            if not ok:
+                frame = None
+
+    def close(self) -> None:
+        self._cap.release()
+
+
+# ---- outputs ------------------------------------------------------------------------------------
+def check_new_output(path: Path) -> None:
+    """InputError unless ``path`` does not exist yet or is an empty folder."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise InputError(f"output '{path}' exists already; choose another --out or remove it")
+
+
+def write_ply(path: Path, points: np.ndarray) -> int:
+    """Binary little-endian PLY of the finite points (x y z float [+ red green blue uchar]).
+
+    ``points`` is the pipeline's structured array (XYZ or XYZRGB with packed float ``rgb``),
+    organised or not. Returns the number of points written.
+    """
+    flat = points.reshape(-1)
+    finite = np.isfinite(flat["x"]) & np.isfinite(flat["y"]) & np.isfinite(flat["z"])
+    flat = flat[finite]
+    has_rgb = "rgb" in flat.dtype.names
+    fields = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
+    if has_rgb:
+        fields += [("red", "u1"), ("green", "u1"), ("blue", "u1")]
+    out = np.empty(flat.shape[0], np.dtype(fields))
+    for axis in "xyz":
+        out[axis] = flat[axis]
+    if has_rgb:
+        packed = np.ascontiguousarray(flat["rgb"]).view(np.uint32)
+        out["red"], out["green"], out["blue"] = packed >> 16 & 255, packed >> 8 & 255, packed & 255
+    header = ["ply", "format binary_little_endian 1.0",
+              "comment dense_perception: metres, camera optical frame (x right, y down, z ahead)",
+              f"element vertex {out.shape[0]}"]
+    header += [f"property float {a}" for a in "xyz"]
+    if has_rgb:
+        header += [f"property uchar {c}" for c in ("red", "green", "blue")]
+    header.append("end_header")
+    with open(path, "wb") as f:
+        f.write(("\n".join(header) + "\n").encode("ascii"))
+        f.write(out.tobytes())
+    return int(out.shape[0])
+
+
+def read_ply(path: Path) -> np.ndarray:
+    """Read back a PLY written by :func:`write_ply` (for tests and scripts)."""
+    with open(path, "rb") as f:
+        props = []
+        count = 0
+        while True:
+            line = f.readline().decode("ascii").strip()
+            if line.startswith("element vertex"):
+                count = int(line.split()[-1])
+            elif line.startswith("property"):
+                _, kind, name = line.split()
+                props.append((name, "<f4" if kind == "float" else "u1"))
+            elif line == "end_header":
+                break
+        return np.frombuffer(f.read(), np.dtype(props), count)
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write JSON atomically (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def timing_summary(stats: dict[str, StageStats]) -> dict[str, dict[str, float]]:
+    """Per-stage {count, mean_ms, p95_ms} for summary.json."""
+    return {name: {"count": s.count, "mean_ms": round(s.mean_ms, 3), "p95_ms": round(s.p95_ms, 3)}
+            for name, s in stats.items()}
+
+
+class FolderSink:
+    """Writes each frame's products as files under ``root`` (see the module docstring)."""
+
+    def __init__(self, root: Path, keys: list[str], depth_format: str = "npy") -> None:
+        if depth_format not in DEPTH_FORMATS:
+            raise InputError(f"depth format '{depth_format}' is unknown; use one of: "
+                             f"{', '.join(DEPTH_FORMATS)}")
+        self.root = root
+        self.keys = [k for k in keys if k not in ("depth_info", "classes")]
+        self.depth_format = depth_format
+        self.counts: dict[str, int] = {k: 0 for k in self.keys}
+        root.mkdir(parents=True, exist_ok=True)
+        for key in self.keys:
+            (root / key).mkdir(exist_ok=True)
+        if "classes" in keys:
+            write_json(root / "classes.json", list(post.ade20k_class_names()))
+
+    def write(self, stem: str, products: Any) -> None:
+        root = self.root
+        for key in self.keys:
+            value = getattr(products, key)
+            if value is None:
+                continue
+            if key == "depth":
+                if self.depth_format == "png16":
+                    _imwrite(root / key / f"{stem}.png", post.depth_to_millimetres(value))
+                else:
+                    np.save(root / key / f"{stem}.npy", value)
+            elif key == "normals":
+                np.save(root / key / f"{stem}.npy", value)
+            elif key == "points":
+                write_ply(root / key / f"{stem}.ply", value)
+            elif key == "labels" or key == "depth_colored":  # mono8 ids, bgr8 view
+                _imwrite(root / key / f"{stem}.png", value)
+            else:  # rgb8 colour views
+                _imwrite(root / key / f"{stem}.png", cv2.cvtColor(value, cv2.COLOR_RGB2BGR))
+            self.counts[key] += 1
+
+
+def _imwrite(path: Path, image: np.ndarray) -> None:
+    ok, data = cv2.imencode(".png", image)
+    if not ok:
+        raise OSError(f"cannot encode {path.name} as PNG")
+    data.tofile(str(path))
