@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -144,6 +145,42 @@ def bench_pointcloud(runs: int) -> dict:
             "pointcloud_speedup": round(slow / fast, 1)}
 
 
+LOAD_PROBE = """
+import sys, time
+from dense_perception.runner import InterpreterRunner, CompiledModelRunner
+path, mode, threads, cache = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+start = time.perf_counter()
+if mode == "interpreter":
+    runner = InterpreterRunner(path, threads)
+else:
+    runner = CompiledModelRunner(path, "cpu", threads, weight_cache=cache)
+loaded = time.perf_counter()
+runner.run()
+print(f"{loaded - start:.3f} {time.perf_counter() - loaded:.3f}")
+"""
+
+
+def bench_load(model_path: str, threads: int, cache_dir: Path) -> dict:
+    """Model load (+ first invoke) in fresh processes: the Interpreter (what the node uses) vs
+    CompiledModel with XNNPACK's weight cache, cold (building the cache) and warm."""
+    cache = cache_dir / (Path(model_path).stem + ".xnnpack_cache")
+    cache.unlink(missing_ok=True)
+    results = {}
+    for label, mode in (("interpreter", "interpreter"), ("weight_cache_cold", "cache"),
+                        ("weight_cache_warm", "cache")):
+        proc = subprocess.run([sys.executable, "-c", LOAD_PROBE, model_path, mode,
+                               str(threads), str(cache)], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+        if proc.returncode != 0:
+            results[f"load_s_{label}"] = None
+            continue
+        load_s, first_s = (float(v) for v in proc.stdout.split()[-2:])
+        results[f"load_s_{label}"] = round(load_s, 2)
+        results[f"first_invoke_s_{label}"] = round(first_s, 2)
+    cache.unlink(missing_ok=True)
+    return results
+
+
 def bench_node(model_path: str, threads: int, seconds: float) -> dict:
     """The node as its own process over DDS, fed 30 fps 1280x720, every output subscribed."""
     from .loadgen import run_stream
@@ -189,6 +226,9 @@ def table(results: dict) -> str:
             ("bare_invoke_hz", "bare invoke (Hz)"), ("node_output_hz", "node output (Hz)"),
             ("node_vs_bare", "node / bare"), ("first_output_s", "first output (s)"),
             ("first_output_second_start_s", "first output, 2nd start (s)"),
+            ("load_s_interpreter", "load, Interpreter (s)"),
+            ("load_s_weight_cache_cold", "load, weight cache cold (s)"),
+            ("load_s_weight_cache_warm", "load, weight cache warm (s)"),
             ("rss_mb", "node RSS (MB)"), ("pointcloud_ms", "point cloud 896x504 (ms)"),
             ("pointcloud_reference_ms", "per-point loop (ms)")]
     kinds = [k for k in results if k != "machine"]
@@ -210,11 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench_out")
     args = parser.parse_args(argv)
     results: dict = {"machine": {**machine(), "threads": args.threads}}
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     for kind in args.only or ["da3", "tipsv2"]:
         model = str(Path(args.models) / f"{kind}_class.tflite")
         print(f"== {kind}-class model {model}, {args.threads} threads")
         r = bench_core(kind, model, args.threads, args.runs)
         r["bare_invoke_hz"] = round(1000.0 / r["bare_invoke_ms"], 4)
+        r.update(bench_load(model, args.threads, Path(args.out)))
         r.update(bench_node(model, args.threads, args.node_seconds))
         r["node_vs_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
         results[kind] = r
@@ -225,7 +267,6 @@ def main(argv: list[str] | None = None) -> int:
             results[kind].update(results["pointcloud"])
     del results["pointcloud"]
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     text = table(results)
     (out / "table.txt").write_text(text + "\n")

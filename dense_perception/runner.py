@@ -89,7 +89,8 @@ class CompiledModelRunner:
     """Inference with the LiteRT CompiledModel API (2.x) on an accelerator: the GPU, or the CPU
     (which lets tests exercise this code path on machines without a GPU)."""
 
-    def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1) -> None:
+    def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1,
+                 weight_cache: str | None = None) -> None:
         from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
 
         if not hasattr(cm, "Options"):
@@ -98,8 +99,11 @@ class CompiledModelRunner:
         if accelerator == "gpu":
             options = cm.Options(cm.HardwareAccelerator.GPU)
         else:
-            options = cm.Options(cm.HardwareAccelerator.CPU,
-                                 cpu_options=cm.CpuOptions(num_threads=num_threads))
+            # The XNNPACK weight cache (a file) makes later loads skip weight packing. It must
+            # belong to this exact model: a stale one silently gives another model's results.
+            cpu = cm.CpuOptions(num_threads=num_threads, **(
+                {"xnnpack_weight_cache_path": weight_cache} if weight_cache else {}))
+            options = cm.Options(cm.HardwareAccelerator.CPU, cpu_options=cpu)
         self.backend = accelerator
         self._model = cm.CompiledModel.from_file(model_path, options=options)
         self._inputs = self._model.create_input_buffers(0)
