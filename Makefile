@@ -16,7 +16,7 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test demo bench soak models clean
+.PHONY: setup test test-export torch-env demo bench soak models clean
 
 setup: $(VENV)/.ready
 
@@ -48,17 +48,20 @@ test: setup $(VENV14)/.ready
 	@echo "== runner and end-to-end tests again under ai-edge-litert 1.4.0 =="
 	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py
 
-# The heavy torch/litert-torch environment (benchmark models, DA3 export); never needed by `test`.
-$(VENV_TORCH)/.ready: requirements-torch.txt
-	@echo "setup: torch (CPU) and litert-torch in $(VENV_TORCH) for benchmark models and exports"
-	$(PYTHON) -m venv $(VENV_TORCH) && $(VENV_TORCH)/bin/pip install -q -r requirements-torch.txt
-	@touch $@
+# The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
+# benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
+torch-env: setup
+	$(PY) -c "from dense_perception.export_da3 import ensure_torch_env; ensure_torch_env()"
 
 # Speed, side by side in one run, on DA3-class and TIPSv2-class models built here.
-bench: setup $(VENV_TORCH)/.ready
+bench: torch-env
 	$(VENV_TORCH)/bin/python -m dense_perception.bench_models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m dense_perception.bench --models $(BENCH_MODELS)
+
+# DA3-Small exported at two aspects with random weights, fidelity vs PyTorch (a few minutes).
+test-export: torch-env
+	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3.py
 
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.
 soak: setup

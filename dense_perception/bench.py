@@ -107,6 +107,11 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
         print(f"  CompiledModel unavailable: {exc}")
     bare = interleaved_ms(apis, runs)
     del apis
+    # The node is fed 30 fps 1280x720 frames by another process; that feed costs CPU on this
+    # machine whatever the node does. The same feed, into a process that only receives, while
+    # the bare invoke runs: the fair reference for the node's rate.
+    from .loadgen import under_feed
+    bare_fed = under_feed(lambda: median_ms(interp.run, runs))
     info = camera_info_for(*FRAME_SIZE)
     k = Intrinsics.from_k(info.k, *FRAME_SIZE)
     pipeline = load_pipeline(model_path, kind, "cpu", threads,
@@ -123,6 +128,7 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     best_api = min(bare, key=bare.get)
     return {
         "bare_invoke_ms": round(bare["Interpreter"], 1),
+        "bare_invoke_ms_under_feed": round(bare_fed, 1),
         "bare_invoke_ms_by_api": {name: round(ms, 1) for name, ms in bare.items()},
         "faster_api": best_api,
         "card_snippet_frame_ms": round(end_to_end["card"], 1),
@@ -223,8 +229,12 @@ def table(results: dict) -> str:
             ("card_snippet_frame_ms", "card snippet, frame (ms)"),
             ("pipeline_frame_ms", "our pipeline, frame (ms)"),
             ("host_overhead_ms", "host overhead (ms)"), ("host_overhead_pct", "host overhead (%)"),
-            ("bare_invoke_hz", "bare invoke (Hz)"), ("node_output_hz", "node output (Hz)"),
-            ("node_vs_bare", "node / bare"), ("first_output_s", "first output (s)"),
+            ("bare_invoke_hz", "bare invoke, quiet (Hz)"),
+            ("bare_invoke_hz_under_feed", "bare invoke, 30 fps feed (Hz)"),
+            ("node_output_hz", "node output, 30 fps feed (Hz)"),
+            ("node_vs_bare", "node / bare (same feed)"),
+            ("node_vs_quiet_bare", "node / bare (quiet)"),
+            ("first_output_s", "first output (s)"),
             ("first_output_second_start_s", "first output, 2nd start (s)"),
             ("load_s_interpreter", "load, Interpreter (s)"),
             ("load_s_weight_cache_cold", "load, weight cache cold (s)"),
@@ -232,9 +242,9 @@ def table(results: dict) -> str:
             ("rss_mb", "node RSS (MB)"), ("pointcloud_ms", "point cloud 896x504 (ms)"),
             ("pointcloud_reference_ms", "per-point loop (ms)")]
     kinds = [k for k in results if k != "machine"]
-    lines = [f"{'':32}" + "".join(f"{k:>16}" for k in kinds)]
+    lines = [f"{'':34}" + "".join(f"{k:>16}" for k in kinds)]
     for key, label in rows:
-        lines.append(f"{label:32}" + "".join(f"{str(results[k].get(key, '-')):>16}"
+        lines.append(f"{label:34}" + "".join(f"{str(results[k].get(key, '-')):>16}"
                                              for k in kinds))
     return "\n".join(lines)
 
@@ -256,9 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {kind}-class model {model}, {args.threads} threads")
         r = bench_core(kind, model, args.threads, args.runs)
         r["bare_invoke_hz"] = round(1000.0 / r["bare_invoke_ms"], 4)
+        r["bare_invoke_hz_under_feed"] = round(1000.0 / r["bare_invoke_ms_under_feed"], 4)
         r.update(bench_load(model, args.threads, Path(args.out)))
         r.update(bench_node(model, args.threads, args.node_seconds))
-        r["node_vs_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
+        r["node_vs_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz_under_feed"], 3)
+        r["node_vs_quiet_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
         results[kind] = r
         print(json.dumps(r, indent=1))
     results["pointcloud"] = bench_pointcloud(args.runs)

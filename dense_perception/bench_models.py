@@ -6,10 +6,9 @@ with random weights (``torch.manual_seed(0)``) and converts them with ``litert-t
 ``.tflite`` files with fp16 weights and float32 I/O, like the real ones. The outputs are
 meaningless; shapes, operator mix and compute are what matter for speed figures.
 
-* ``da3_class.tflite``: DINOv2-style ViT-S/14 (+2D RoPE, 12 blocks, dim 384, 6 heads, 1 cls
-  token) on ``[1,3,896,504]`` (64x36 = 2304 patch tokens), DPT head (Depth Anything Small
-  sizes: features 64, reassemble channels 48/96/192/384) -> depth ``[1,1,896,504]``.
-  Input: ImageNet-normalised RGB, NCHW (the model does not normalise).
+* ``da3_class.tflite``: DA3-Small itself, built by ``export_da3`` from the official
+  architecture (depth-anything-3 package) with the card's GPU-clean rewrites, on
+  ``[1,3,896,504]`` -> depth ``[1,1,896,504]``. Input: ImageNet-normalised RGB, NCHW.
 * ``tipsv2_class.tflite``: ViT-B/14 (12 blocks, dim 768, 12 heads, 1 cls + 1 register token)
   on ``[1,3,448,448]`` (32x32 = 1024 patch tokens), three DPT heads (features 256, reassemble
   channels 96/192/384/768) -> depth ``[1,1,448,448]``, normals ``[1,3,448,448]``,
@@ -19,13 +18,12 @@ The graphs follow the GPU-clean rewrites listed on the cards: q/k/v as three Lin
 attention, no 5D tensors, constant (pre-interpolated) position embeddings, LayerScale folded
 away, ``ConvTranspose2d(k=s, stride=s)`` as zero-stuffing + ``Conv2d``, bilinear resizes with
 ``align_corners=False``, the DPT readout as ``patch @ W_a + cls @ W_b`` and tanh-GELU written
-out elementwise for TIPSv2 (DA3 keeps the exact erf GELU).
+out elementwise for TIPSv2.
 
 torch and litert-torch live in a separate environment, so this module imports them only
 inside functions and stays importable without them::
 
-    python3 -m venv .venv-bench
-    .venv-bench/bin/pip install torch==2.13.0 litert-torch==0.10.0 numpy ai-edge-litert
+    make bench     # sets up .venv-bench (requirements-torch*.txt), builds, then measures
     .venv-bench/bin/python -m dense_perception.bench_models --out .cache/bench_models
 """
 
@@ -69,7 +67,6 @@ class ViTConfig:
     registers: int = 0
     taps: tuple[int, ...] = (2, 5, 8, 11)  # 0-based: after blocks 3, 6, 9 and 12
     tanh_gelu: bool = False
-    rope: bool = False
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -132,38 +129,16 @@ def _nn() -> SimpleNamespace:
         """The MLP activation: elementwise tanh-GELU or the exact (erf) GELU op."""
         return gelu_tanh if tanh else F.gelu
 
-    def rope_tables(grid: tuple[int, int], head_dim: int, base: float = 100.0
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Constant 2D RoPE cos/sin tables [1, 1, 1 + H*W, head_dim]; the cls row is identity."""
-        rows, cols = grid
-        quarter = head_dim // 4
-        freqs = 1.0 / base ** (torch.arange(quarter, dtype=torch.float32) / quarter)
-        ys, xs = torch.meshgrid(torch.arange(rows, dtype=torch.float32),
-                                torch.arange(cols, dtype=torch.float32), indexing="ij")
-        angles = torch.cat([ys.reshape(-1, 1) * freqs, xs.reshape(-1, 1) * freqs], dim=1)
-        angles = torch.cat([angles, angles], dim=1)  # [N, head_dim]
-        angles = torch.cat([torch.zeros(1, head_dim), angles], dim=0)
-        return angles.cos()[None, None], angles.sin()[None, None]
-
-    def rotate_half(x: torch.Tensor) -> torch.Tensor:
-        """RoPE helper: (x1, x2) -> (-x2, x1) on the last axis."""
-        half = x.shape[-1] // 2
-        return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-
     class Attention(nn.Module):
         """Multi-head self-attention with q/k/v as three Linears and only 4D tensors."""
 
-        def __init__(self, dim: int, heads: int, rope: tuple[torch.Tensor, torch.Tensor] | None):
+        def __init__(self, dim: int, heads: int):
             super().__init__()
             self.heads = heads
             self.head_dim = dim // heads
             self.scale = self.head_dim ** -0.5
             self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
             self.proj = nn.Linear(dim, dim)  # LayerScale folded in (as on the real files)
-            self.rope = rope is not None
-            if rope is not None:
-                self.register_buffer("cos", rope[0], persistent=False)
-                self.register_buffer("sin", rope[1], persistent=False)
 
         def split(self, x: torch.Tensor) -> torch.Tensor:
             """[1, N, C] -> [1, heads, N, head_dim]."""
@@ -173,9 +148,6 @@ def _nn() -> SimpleNamespace:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, n, c = x.shape
             q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
-            if self.rope:
-                q = q * self.cos + rotate_half(q) * self.sin
-                k = k * self.cos + rotate_half(k) * self.sin
             attn = torch.softmax(torch.matmul(q * self.scale, k.transpose(-2, -1)), dim=-1)
             out = torch.matmul(attn, v).transpose(1, 2).reshape(b, n, c)
             return self.proj(out)
@@ -183,10 +155,10 @@ def _nn() -> SimpleNamespace:
     class Block(nn.Module):
         """Pre-norm transformer block (LayerScale folded away)."""
 
-        def __init__(self, cfg: ViTConfig, rope: tuple[torch.Tensor, torch.Tensor] | None):
+        def __init__(self, cfg: ViTConfig):
             super().__init__()
             self.norm1 = nn.LayerNorm(cfg.dim, eps=1e-6)
-            self.attn = Attention(cfg.dim, cfg.heads, rope)
+            self.attn = Attention(cfg.dim, cfg.heads)
             self.norm2 = nn.LayerNorm(cfg.dim, eps=1e-6)
             self.fc1 = nn.Linear(cfg.dim, cfg.dim * cfg.mlp_ratio)
             self.fc2 = nn.Linear(cfg.dim * cfg.mlp_ratio, cfg.dim)
@@ -209,8 +181,7 @@ def _nn() -> SimpleNamespace:
             self.pos_embed = nn.Parameter(torch.randn(1, 1 + rows * cols, cfg.dim) * 0.02)
             self.registers = (nn.Parameter(torch.randn(1, cfg.registers, cfg.dim) * 0.02)
                               if cfg.registers else None)
-            rope = rope_tables(cfg.grid, cfg.dim // cfg.heads) if cfg.rope else None
-            self.blocks = nn.ModuleList(Block(cfg, rope) for _ in range(cfg.depth))
+            self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.depth))
             self.norm = nn.LayerNorm(cfg.dim, eps=1e-6)
 
         def forward(self, image: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -368,18 +339,6 @@ def _nn() -> SimpleNamespace:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.cls(F.relu(self.bn(self.conv(x))))
 
-    class DA3Class(nn.Module):
-        """ViT-S/14 + one DPT depth head: [1,3,896,504] -> [1,1,896,504]."""
-
-        def __init__(self, vit: ViTConfig, dpt: DPTConfig):
-            super().__init__()
-            self.backbone = ViT(vit)
-            self.neck = DPTNeck(vit.dim, vit.grid, dpt)
-            self.head = DepthHead(dpt.features, vit.image_hw)
-
-        def forward(self, image: torch.Tensor) -> torch.Tensor:
-            return self.head(self.neck(self.backbone(image)))
-
     class TIPSv2Class(nn.Module):
         """ViT-B/14 + three DPT heads: depth, normals, segmentation logits (in that order)."""
 
@@ -399,7 +358,7 @@ def _nn() -> SimpleNamespace:
                     self.normals(self.normals_neck(taps)),
                     self.seg(self.seg_neck(taps)))
 
-    return SimpleNamespace(DA3Class=DA3Class, TIPSv2Class=TIPSv2Class)
+    return SimpleNamespace(TIPSv2Class=TIPSv2Class)
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,13 +379,12 @@ def _finish(model: "nn.Module") -> "nn.Module":
 
 
 def build_da3_class() -> "nn.Module":
-    """DA3-Small class: ViT-S/14 (RoPE, 1 cls) at 896x504 + DPT depth head (features 64)."""
-    import torch
+    """DA3-Small itself (the official architecture from the depth-anything-3 package, random
+    weights) as ``export-da3 --gpu-clean`` builds it at 504x896: the graph of the real file."""
+    from .export_da3 import build_export_model
 
-    torch.manual_seed(SEED)
-    vit = ViTConfig(image_hw=DA3_INPUT[2:], dim=384, heads=6, rope=True)
-    dpt = DPTConfig(features=64, out_channels=(48, 96, 192, 384))
-    return _finish(_nn().DA3Class(vit, dpt))
+    height, width = DA3_INPUT[2:]
+    return build_export_model(width, height, seed=SEED, gpu_clean=True)[0]
 
 
 def build_tipsv2_class() -> "nn.Module":

@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description="Dense depth, normals, segmentation and point clouds from images, "
         "videos and ROS 2 bags, with the dense_perception node's pipeline (no ROS needed).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{process,info}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{process,info,export-da3}")
 
     p = sub.add_parser("process", help="run a model over an image, folder, video or bag",
                        description="Run a model over an image file, a folder of images, a video "
@@ -242,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--verbose", "-v", action="store_true",
                    help="show what LiteRT prints while loading")
     i.set_defaults(func=cmd_info)
+
+    from .export_da3 import add_export_da3_parser  # torch is imported only when it runs
+    add_export_da3_parser(sub)
     return parser
 
 

@@ -155,7 +155,8 @@ def resolve_size(args: argparse.Namespace) -> tuple[int, int]:
 
 def default_out(width: int, height: int, gpu_clean: bool, fp16: bool) -> str:
     """``da3_small_896x504[_gpu][_fp16].tflite``."""
-    return f"da3_small_{width}x{height}{'_gpu' if gpu_clean else ''}{'_fp16' if fp16 else ''}.tflite"
+    suffix = ("_gpu" if gpu_clean else "") + ("_fp16" if fp16 else "")
+    return f"da3_small_{width}x{height}{suffix}.tflite"
 
 
 # =============================================================================================
@@ -210,7 +211,8 @@ def ensure_torch_env() -> Path:
 def run_in_torch_env(argv: Sequence[str]) -> int:
     """Run ``python -m dense_perception.export_da3 ARGV`` under ``.venv-bench``."""
     python = ensure_torch_env()
-    if Path(sys.executable).resolve() == python.resolve() or os.environ.get("_DA3_EXPORT_REEXEC"):
+    # (a venv's python is a symlink to the base interpreter: compare prefixes, not executables)
+    if Path(sys.prefix).resolve() == VENV.resolve() or os.environ.get("_DA3_EXPORT_REEXEC"):
         raise ExportError(f"{torch_env_problem()} even after installing {REQUIREMENTS.name}")
     env = dict(os.environ, _DA3_EXPORT_REEXEC="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -429,23 +431,33 @@ def bake_uv_pos_embed(head: "nn.Module", channels: int, grid_h: int, grid_w: int
     """The DPT head's UV sin-cos embedding as two small constants (exact).
 
     ``DualDPT._add_pos_embed`` rebuilds a [C, h, w] sin/cos grid at every call (linspace,
-    meshgrid, einsum, sin, cos, expand -> BROADCAST_TO). Its first C/2 channels depend only on
-    the column and the last C/2 only on the row, so ``x + pe == x + pe_cols + pe_rows`` with
-    pe_cols [1, C, 1, w] (zero in the row channels) and pe_rows [1, C, h, 1] (zero in the
-    column channels): two broadcast ADDs on tiny constants. (The card disables the last of
-    these embeddings instead - non-exact; baking keeps it.)"""
+    meshgrid, einsum, sin, cos, expand -> BROADCAST_TO). Baked whole, the last one is a
+    [1, 32, H, W] constant (58 MB at 896x504). But its first C/2 channels depend only on the
+    column and the last C/2 only on the row, so it is kept as cols [1, C/2, 1, w] and rows
+    [1, C/2, h, 1], added by :func:`add_uv_pos_embed`. (The card disables the last of these
+    embeddings instead - not exact; this keeps it.)"""
     import torch
 
     with torch.no_grad():
         pe = head._add_pos_embed(torch.zeros(1, channels, grid_h, grid_w), width, height)
     c2 = channels // 2
-    cols = torch.zeros(1, channels, 1, grid_w)
-    rows = torch.zeros(1, channels, grid_h, 1)
-    cols[:, :c2] = pe[:, :c2, :1, :]
-    rows[:, c2:] = pe[:, c2:, :, :1]
-    if not torch.equal(cols + rows, pe):
+    cols = pe[:, :c2, :1, :].clone()
+    rows = pe[:, c2:, :, :1].clone()
+    if not torch.equal(torch.cat([cols.expand(-1, -1, grid_h, -1),
+                                  rows.expand(-1, -1, -1, grid_w)], dim=1), pe):
         raise AssertionError("DPT UV embedding is not separable; the package changed")
     return cols, rows
+
+
+def add_uv_pos_embed(x: "torch.Tensor", cols: "torch.Tensor", rows: "torch.Tensor"
+                     ) -> "torch.Tensor":
+    """``x + pe`` from the separable parts of :func:`bake_uv_pos_embed`: a broadcast ADD on
+    each channel half. (``x + cols_padded + rows_padded`` would be simpler, but the converter
+    folds the two constants back into the full-size one.)"""
+    import torch
+
+    c2 = cols.shape[1]
+    return torch.cat([x[:, :c2] + cols, x[:, c2:] + rows], dim=1)
 
 
 def split_fused_qkv(attn: "nn.Module") -> tuple["nn.Module", "nn.Module", "nn.Module"]:
@@ -620,7 +632,8 @@ def _torch_modules() -> SimpleNamespace:
                 x = x.permute(0, 2, 1).reshape(x.shape[0], x.shape[-1], self.ph, self.pw)
                 x = self.projects[i](x)
                 if self.use_pos_embed:
-                    x = x + getattr(self, f"pe_cols{i}") + getattr(self, f"pe_rows{i}")
+                    x = add_uv_pos_embed(x, getattr(self, f"pe_cols{i}"),
+                                         getattr(self, f"pe_rows{i}"))
                 levels.append(self.resize_layers[i](x))
             l1, l2, l3, l4 = (s.layer1_rn(levels[0]), s.layer2_rn(levels[1]),
                               s.layer3_rn(levels[2]), s.layer4_rn(levels[3]))
@@ -632,7 +645,7 @@ def _torch_modules() -> SimpleNamespace:
             out = F.interpolate(out, (self.h, self.w), mode="bilinear",
                                 align_corners=self.align_corners)
             if self.use_pos_embed:
-                out = out + self.pe_cols_out + self.pe_rows_out
+                out = add_uv_pos_embed(out, self.pe_cols_out, self.pe_rows_out)
             logits = s.output_conv2(out)
             return torch.exp(logits[:, :1])  # DualDPT "exp" activation of the depth channel
 
@@ -979,13 +992,12 @@ def export_da3(width: int, height: int, out: str | os.PathLike, *,
     fp16_bytes = to_fp16_weights(fp32_bytes)
     timing["fp16_weights"] = time.perf_counter() - t0
     data = fp16_bytes if fp16 else fp32_bytes
-    write_atomic(out, data)
-
     inputs, outputs = litert_signature(data)
     expected_in, expected_out = [[1, 3, height, width]], [[1, 1, height, width]]
     if inputs != expected_in or outputs != expected_out:
         raise ExportError(f"converted signature {inputs} -> {outputs}, expected "
                           f"{expected_in} -> {expected_out}")
+    write_atomic(out, data)
     report: dict[str, Any] = {
         "file": str(out), "size_bytes": len(data), "size_mb": len(data) / 1e6,
         "model": MODEL_NAME, "weights": weights, "weights_dtype": "fp16" if fp16 else "fp32",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -95,6 +96,87 @@ def node_rss_mb(pid: int) -> float | None:
     return None
 
 
+class FramePlayer:
+    """Plays one re-stamped rgb8 frame (+ CameraInfo) on ``image`` / ``camera_info`` at ``fps``
+    from a background thread of ``client``'s process (a camera driver stand-in)."""
+
+    def __init__(self, client, fps: float, size: tuple[int, int]) -> None:
+        self._client, self._period = client, 1.0 / fps
+        self._image_pub = client.create_publisher(Image, "image", qos_profile_sensor_data)
+        self._info_pub = client.create_publisher(CameraInfo, "camera_info",
+                                                 qos_profile_sensor_data)
+        # One message, re-stamped: the player spends no CPU on copying frames.
+        self._frame = array_to_image(sample_scene(*size), "rgb8",
+                                     Header(frame_id="camera_optical_frame"))
+        self._info = camera_info_for(*size)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._play, daemon=True)
+        self.frames = 0
+
+    def start(self) -> "FramePlayer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+    def _play(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self._frame.header.stamp = self._client.get_clock().now().to_msg()
+            self._info.header = self._frame.header
+            self._info_pub.publish(self._info)
+            self._image_pub.publish(self._frame)
+            self.frames += 1
+            next_t += self._period
+            time.sleep(max(0.0, next_t - time.monotonic()))
+
+
+SINK = """
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image
+rclpy.init()
+node = rclpy.create_node("loadgen_sink")
+node.create_subscription(Image, "image", lambda msg: None, qos_profile_sensor_data)
+try:
+    rclpy.spin(node)
+except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    pass
+"""
+
+
+def under_feed(work, *, fps: float = 30.0, size: tuple[int, int] = (1280, 720),
+               env: dict[str, str] | None = None):
+    """Run ``work()`` while the same stream as ``run_stream`` plays into a receiving process
+    that does nothing else: the machine load a node sees, without the node."""
+    env = dict(os.environ if env is None else env)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    sink = subprocess.Popen([sys.executable, "-c", SINK], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    client = rclpy.create_node("loadgen", context=context)
+    player = FramePlayer(client, fps, size)
+    try:
+        deadline = time.monotonic() + 30
+        while player._image_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        player.start()
+        time.sleep(1.0)
+        return work()
+    finally:
+        player.stop()
+        sink.send_signal(signal.SIGINT)
+        try:
+            sink.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            sink.kill()
+        client.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
                size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
                env: dict[str, str] | None = None, start_timeout: float = 300.0,
@@ -137,31 +219,14 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
     client.create_subscription(Image, output_topic, on_output, QoSProfile(depth=10))
     client.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     if subscribe_all:
+        # Raw (serialised) subscriptions: the node computes and sends everything, while this
+        # process spends no CPU deserialising what it does not look at.
         for topic, msg_type in OTHER_OUTPUTS.items():
-            client.create_subscription(msg_type, topic, lambda _msg: None, QoSProfile(depth=2))
-    image_pub = client.create_publisher(Image, "image", qos_profile_sensor_data)
-    info_pub = client.create_publisher(CameraInfo, "camera_info", qos_profile_sensor_data)
-    scene = sample_scene(*size)
-    info = camera_info_for(*size)
+            client.create_subscription(msg_type, topic, lambda _msg: None, QoSProfile(depth=2),
+                                       raw=True)
     spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
-
-    frame_msg = array_to_image(scene, "rgb8", Header(frame_id="camera_optical_frame"))
-
-    def play() -> None:
-        # One message, re-stamped: the player spends no CPU on copying frames.
-        period, next_t = 1.0 / fps, time.monotonic()
-        while not stop.is_set():
-            frame_msg.header.stamp = client.get_clock().now().to_msg()
-            info.header = frame_msg.header
-            info_pub.publish(info)
-            image_pub.publish(frame_msg)
-            result.frames_in += 1
-            next_t += period
-            time.sleep(max(0.0, next_t - time.monotonic()))
-
-    player = threading.Thread(target=play, daemon=True)
-    player.start()
+    player = FramePlayer(client, fps, size).start()
     try:
         deadline = started + start_timeout
         while not first_output.wait(0.5):
@@ -175,19 +240,17 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
             result.output_times.clear()
             result.ages_s.clear()
             result.frames_out = 0
-        frames_in_at_start = result.frames_in
+        frames_at_start = player.frames
         window_start = time.monotonic()
         while time.monotonic() - window_start < seconds:
             rss = node_rss_mb(proc.pid)
             if rss is not None:
                 result.rss_mb.append((time.monotonic() - window_start, rss))
             time.sleep(1.0)
-        frames_in_window = result.frames_in - frames_in_at_start
+        result.frames_in = player.frames - frames_at_start
     finally:
+        player.stop()
         stop.set()
-        player.join(timeout=2)
-        if "frames_in_window" in locals():
-            result.frames_in = frames_in_window
         proc.send_signal(signal.SIGINT)
         try:
             result.exit_code = proc.wait(timeout=10)

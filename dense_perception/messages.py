@@ -18,8 +18,10 @@ from .intrinsics import Intrinsics
 
 def _byte_array(data: np.ndarray) -> array.array:
     # array.array('B') is the fast path of rclpy's uint8[] setter (a list would be checked
-    # element by element).
-    return array.array("B", data.tobytes())
+    # element by element); frombytes copies straight from the numpy buffer (one copy).
+    out = array.array("B")
+    out.frombytes(data)
+    return out
 
 
 def array_to_image(image: np.ndarray, encoding: str, header: Header) -> Image:

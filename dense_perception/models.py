@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Sequence
 
@@ -102,6 +102,22 @@ def _matches(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequ
             and tuple(map(tuple, output_shapes)) == spec.output_shapes)
 
 
+def _da3_at_other_size(spec: ModelSpec, input_shapes: Sequence[Shape],
+                       output_shapes: Sequence[Shape]) -> ModelSpec | None:
+    """DA3 re-exported at a camera's own aspect (``dense-perception export-da3``): one input
+    [1,3,H,W] and one output [1,1,H,W], with H and W multiples of the 14-pixel patch."""
+    if spec.kind != "da3" or len(input_shapes) != 1 or len(output_shapes) != 1:
+        return None
+    shape = tuple(input_shapes[0])
+    if len(shape) != 4 or shape[:2] != (1, 3):
+        return None
+    h, w = shape[2], shape[3]
+    if h < 14 or w < 14 or h % 14 or w % 14 or tuple(output_shapes[0]) != (1, 1, h, w):
+        return None
+    return replace(spec, input_shape=shape,
+                   outputs=(replace(spec.outputs[0], shape=(1, 1, h, w)),))
+
+
 def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]],
                       model_type: str = "auto", source: str = "the model file") -> ModelSpec:
     """Return the spec whose signature the file has; ``model_type`` forces one kind.
@@ -117,7 +133,12 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
     for spec in candidates:
         if _matches(spec, ins, outs):
             return spec
-    supported = "; ".join(s.signature_text() for s in MODEL_SPECS.values())
+    for spec in candidates:
+        resized = _da3_at_other_size(spec, ins, outs)
+        if resized is not None:
+            return resized
+    supported = "; ".join(s.signature_text() for s in MODEL_SPECS.values()) + \
+        " (DA3 also at any [1,3,H,W] -> [1,1,H,W] with H, W multiples of 14, from export-da3)"
     wanted = "" if model_type == "auto" else f" (model_type is forced to '{model_type}')"
     raise ModelSignatureError(
         f"{source} has {format_signature(ins, outs)}, which matches no supported model{wanted}. "

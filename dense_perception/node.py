@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -45,6 +46,7 @@ from .timing import RateMeter
 NODE_NAME = "dense_perception"
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
 CAMERA_INFO_HISTORY = 30
+FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
 
 
 class StartupError(RuntimeError):
@@ -113,7 +115,11 @@ class DensePerceptionNode(Node):
         self._workers = [
             threading.Thread(target=self._run_stage, args=(self._slot, self._infer),
                              name="dense_perception_infer", daemon=True),
-            threading.Thread(target=self._run_stage, args=(self._finish_slot, self._finish),
+            # Post-processing yields the CPU to inference: on a machine whose cores are all busy
+            # with XNNPACK threads, it must not slow the model down (it only delays its own
+            # frame a little).
+            threading.Thread(target=self._run_stage,
+                             args=(self._finish_slot, self._finish, FINISH_NICE),
                              name="dense_perception_finish", daemon=True)]
         for worker in self._workers:
             worker.start()
@@ -225,7 +231,9 @@ class DensePerceptionNode(Node):
     # ---- the worker threads -------------------------------------------------------------------
     # Two stages, so post-processing and publishing of frame N overlap the inference of frame
     # N+1 (LiteRT, OpenCV and numpy release the GIL): "infer" owns the model, "finish" the rest.
-    def _run_stage(self, slot: FrameSlot, handle: Callable[[Any], None]) -> None:
+    def _run_stage(self, slot: FrameSlot, handle: Callable[[Any], None], nice: int = 0) -> None:
+        if nice:
+            _lower_thread_priority(nice)
         while not self._stop.is_set():
             item = slot.take(timeout=0.1)
             if item is not None and not self._stop.is_set():
@@ -349,6 +357,15 @@ class DensePerceptionNode(Node):
     def frames_dropped(self) -> int:
         """Frames replaced by newer ones before inference or before publishing."""
         return self._slot.dropped + self._finish_slot.dropped
+
+
+def _lower_thread_priority(increment: int) -> None:
+    """Raise the calling thread's nice value (Linux: nice is per thread); no-op elsewhere."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + increment)
+    except (AttributeError, OSError):
+        pass
 
 
 def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None = None) -> int:

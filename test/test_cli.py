@@ -532,14 +532,14 @@ def test_file_and_model_errors(tmp_path, capsys):
 
 
 def test_unsupported_model_signature(tmp_path, capsys, maker):
-    other = maker.write_signature_model(tmp_path / "midas.tflite", [(1, 3, 224, 224)],
-                                        [(1, 1, 224, 224)])
+    other = maker.write_signature_model(tmp_path / "midas.tflite", [(1, 3, 256, 256)],
+                                        [(1, 1, 256, 256)])
     image = tmp_path / "a.png"
     cv2.imwrite(str(image), frame_of(COLOURS[0]))
     expect_error(["process", image, "--model", other], capsys,
-                 "input [1,3,224,224] -> outputs [1,1,224,224], which matches no supported model")
+                 "input [1,3,256,256] -> outputs [1,1,256,256], which matches no supported model")
     code, stdout, stderr = run(["info", other], capsys)  # info still shows what the file is
-    assert code == 2 and "signature  input [1,3,224,224]" in stdout
+    assert code == 2 and "signature  input [1,3,256,256]" in stdout
     assert stderr.count("\n") == 1 and "matches no supported model" in stderr
 
 

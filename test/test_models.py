@@ -26,11 +26,11 @@ def test_detected_from_file(path, kind):
 
 def test_unknown_signature_lists_both_supported_ones(maker, tmp_path):
     path = str(tmp_path / "other.tflite")
-    maker.write_signature_model(path, [(1, 3, 224, 224)], [(1, 1, 224, 224)])
+    maker.write_signature_model(path, [(1, 3, 256, 256)], [(1, 1, 256, 256)])
     with pytest.raises(ModelSignatureError) as err:
         load_pipeline(path, backend="cpu", log=lambda _: None)
     text = str(err.value)
-    assert "input [1,3,224,224] -> outputs [1,1,224,224]" in text
+    assert "input [1,3,256,256] -> outputs [1,1,256,256]" in text  # 256 is no multiple of 14
     assert "da3 (Depth Anything 3 Small): input [1,3,896,504] -> outputs [1,1,896,504]" in text
     assert ("tipsv2 (TIPSv2-B14-DPT): input [1,3,448,448] -> outputs [1,1,448,448], "
             "[1,3,448,448], [1,150,256,256]") in text
@@ -44,3 +44,14 @@ def test_forced_model_type_must_match():
                          log=lambda _: None).spec.kind == "tipsv2"
     with pytest.raises(ModelSignatureError, match="model_type 'midas' is unknown"):
         detect_model_spec([(1, 3, 448, 448)], [], "midas")
+
+
+def test_da3_exported_at_another_aspect_is_recognised(maker, tmp_path):
+    """export-da3 writes DA3 at the camera's aspect: [1,3,H,W] -> [1,1,H,W], multiples of 14."""
+    spec = detect_model_spec([(1, 3, 504, 672)], [(1, 1, 504, 672)])
+    assert spec.kind == "da3" and (spec.input_width, spec.input_height) == (672, 504)
+    assert spec.mean == MODEL_SPECS["da3"].mean and not spec.metric_depth
+    with pytest.raises(ModelSignatureError):
+        detect_model_spec([(1, 3, 504, 670)], [(1, 1, 504, 670)])  # 670 is no multiple of 14
+    with pytest.raises(ModelSignatureError):
+        detect_model_spec([(1, 3, 504, 672)], [(1, 1, 252, 336)])  # output at another size
