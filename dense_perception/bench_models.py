@@ -573,20 +573,33 @@ def build_one(spec: BenchModelSpec, out_dir: Path, force: bool) -> BuildReport:
     report.reference = torch_outputs(model, sample, spec.output_shapes)
     report.macs = count_macs(model, sample)
     report.params = count_params(model)
-    if report.path.exists() and not force:
+    stamp = report.path.with_suffix(".source-sha256")
+    if report.path.exists() and not force and stamp.exists() \
+            and stamp.read_text().strip() == builder_fingerprint():
         report.skipped = True
         return report
     start = time.perf_counter()
     report.fp16 = export(model, sample, report.path, fp16=True)
     report.convert_s = time.perf_counter() - start
+    stamp.write_text(builder_fingerprint() + "\n")
     return report
+
+
+def builder_fingerprint() -> str:
+    """Hash of the code that builds the models: a file built by older code is rebuilt."""
+    import hashlib
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in ("bench_models.py", "export_da3.py"):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
 
 
 def describe(report: BuildReport, check: RuntimeCheck, spec: BenchModelSpec,
              corr: Sequence[float]) -> str:
     """Human-readable summary lines for one model."""
     size_mb = report.path.stat().st_size / 1e6
-    conv = ("skipped (file exists; --force rebuilds)" if report.skipped
+    conv = ("skipped (built by this code already; --force rebuilds)" if report.skipped
             else f"{report.convert_s:.1f} s, weights {'fp16' if report.fp16 else 'FP32'}")
     left = ", ".join(f"{k} x{v}" for k, v in sorted(check.ops_outside_delegate.items()))
     return "\n".join([
