@@ -45,8 +45,8 @@ models: setup
 
 test: setup $(VENV14)/.ready
 	$(PY) -m pytest -q
-	@echo "== runner and end-to-end tests again under ai-edge-litert 1.4.0 =="
-	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py
+	@echo "== runner, end-to-end and offline tests again under ai-edge-litert 1.4.0 =="
+	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py test/test_cli.py
 
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
