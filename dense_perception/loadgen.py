@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import rclpy
@@ -43,6 +43,10 @@ class StreamResult:
     rss_mb: list[tuple[float, float]] = field(default_factory=list)  # (t since start, MB)
     diagnostics: dict[str, str] = field(default_factory=dict)
     exit_code: int | None = None
+    # With ``bare`` given to run_stream: per round, the node's output rate and the bare invoke
+    # time measured right after it under the same feed (the node idle, its outputs unwatched).
+    node_hz_rounds: list[float] = field(default_factory=list)
+    bare_ms_rounds: list[float] = field(default_factory=list)
 
     def output_hz(self, skip: int = 1) -> float:
         """Steady output rate, ignoring the first ``skip`` outputs (warm-up)."""
@@ -133,59 +137,22 @@ class FramePlayer:
             time.sleep(max(0.0, next_t - time.monotonic()))
 
 
-SINK = """
-import rclpy
-from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import Image
-rclpy.init()
-node = rclpy.create_node("loadgen_sink")
-node.create_subscription(Image, "image", lambda msg: None, qos_profile_sensor_data)
-try:
-    rclpy.spin(node)
-except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-    pass
-"""
-
-
-def under_feed(work, *, fps: float = 30.0, size: tuple[int, int] = (1280, 720),
-               env: dict[str, str] | None = None):
-    """Run ``work()`` while the same stream as ``run_stream`` plays into a receiving process
-    that does nothing else: the machine load a node sees, without the node."""
-    env = dict(os.environ if env is None else env)
-    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    sink = subprocess.Popen([sys.executable, "-c", SINK], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    client = rclpy.create_node("loadgen", context=context)
-    player = FramePlayer(client, fps, size)
-    try:
-        deadline = time.monotonic() + 30
-        while player._image_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        player.start()
-        time.sleep(1.0)
-        return work()
-    finally:
-        player.stop()
-        sink.send_signal(signal.SIGINT)
-        try:
-            sink.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sink.kill()
-        client.destroy_node()
-        rclpy.shutdown(context=context)
-
-
 def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
                size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
                env: dict[str, str] | None = None, start_timeout: float = 300.0,
-               subscribe_all: bool = False, log=print) -> StreamResult:
+               subscribe_all: bool = False, bare: Callable[[], float] | None = None,
+               rounds: int = 3, log=print) -> StreamResult:
     """Start ``node_cmd``, play ``seconds`` of frames at ``fps`` after its first output, stop it.
 
     Frames are played from the start (the node's first output marks the end of its start-up);
     the measured window then runs for ``seconds``. The node is stopped with SIGINT.
     ``subscribe_all`` also subscribes to every other output, so the node computes them all.
+
+    With ``bare`` (a function returning a bare invoke time in ms, run in this process), the
+    window is cut into ``rounds`` rounds of node / bare: for the bare part this client drops
+    its output subscriptions, so the node (lazy) only receives frames and the feed, the DDS
+    traffic and the receiving process are exactly as when the node infers. A/B rounds cancel
+    the drift of a noisy machine.
     """
     env = dict(os.environ if env is None else env)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -216,14 +183,24 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
         if msg.status and msg.status[0].name.startswith("dense_perception"):
             result.diagnostics = {kv.key: kv.value for kv in msg.status[0].values}
 
-    client.create_subscription(Image, output_topic, on_output, QoSProfile(depth=10))
     client.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
-    if subscribe_all:
-        # Raw (serialised) subscriptions: the node computes and sends everything, while this
-        # process spends no CPU deserialising what it does not look at.
-        for topic, msg_type in OTHER_OUTPUTS.items():
-            client.create_subscription(msg_type, topic, lambda _msg: None, QoSProfile(depth=2),
-                                       raw=True)
+    watching: list = []
+
+    def watch_outputs() -> None:
+        watching.append(client.create_subscription(Image, output_topic, on_output,
+                                                   QoSProfile(depth=10)))
+        if subscribe_all:
+            # Raw (serialised) subscriptions: the node computes and sends everything, while
+            # this process spends no CPU deserialising what it does not look at.
+            for topic, msg_type in OTHER_OUTPUTS.items():
+                watching.append(client.create_subscription(
+                    msg_type, topic, lambda _msg: None, QoSProfile(depth=2), raw=True))
+
+    def unwatch_outputs() -> None:
+        while watching:
+            client.destroy_subscription(watching.pop())
+
+    watch_outputs()
     spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
     player = FramePlayer(client, fps, size).start()
@@ -242,11 +219,33 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
             result.frames_out = 0
         frames_at_start = player.frames
         window_start = time.monotonic()
-        while time.monotonic() - window_start < seconds:
-            rss = node_rss_mb(proc.pid)
-            if rss is not None:
-                result.rss_mb.append((time.monotonic() - window_start, rss))
-            time.sleep(1.0)
+
+        def sample_rss_until(t_end: float) -> None:
+            while time.monotonic() < t_end:
+                rss = node_rss_mb(proc.pid)
+                if rss is not None:
+                    result.rss_mb.append((time.monotonic() - window_start, rss))
+                time.sleep(min(1.0, max(0.0, t_end - time.monotonic())))
+
+        for _ in range(rounds if bare else 1):
+            part_start, n_before = time.monotonic(), len(result.output_times)
+            sample_rss_until(part_start + seconds / (rounds if bare else 1))
+            if bare is None:
+                break
+            times = result.output_times[n_before:]
+            result.node_hz_rounds.append((len(times) - 1) / (times[-1] - times[0])
+                                         if len(times) > 1 else 0.0)
+            unwatch_outputs()
+            # Unwatched, the node finishes the frame it is on; wait out one more inference.
+            period = 1.0 / result.node_hz_rounds[-1] if result.node_hz_rounds[-1] else 5.0
+            _wait_quiet(result.output_times, quiet_s=1.5 * period + 0.5)
+            result.bare_ms_rounds.append(bare())
+            with lock:
+                mark = len(result.output_times)
+            watch_outputs()
+            deadline = time.monotonic() + 60
+            while len(result.output_times) <= mark + 1 and time.monotonic() < deadline:
+                time.sleep(0.05)  # the node runs again (its first frame back discarded)
         result.frames_in = player.frames - frames_at_start
     finally:
         player.stop()
@@ -261,6 +260,16 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
         client.destroy_node()
         rclpy.shutdown(context=context)
     return result
+
+
+def _wait_quiet(times: list[float], quiet_s: float, timeout: float = 60.0) -> None:
+    """Wait until nothing has been appended to ``times`` for ``quiet_s`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = times[-1] if times else 0.0
+        if time.monotonic() - last >= quiet_s:
+            return
+        time.sleep(0.1)
 
 
 def _spin(node, stop: threading.Event) -> None:
