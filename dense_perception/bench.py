@@ -42,10 +42,12 @@ def median_ms(fn: Callable[[], object], runs: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+def interleaved_ms(fns: dict[str, Callable[[], object]], runs: int,
+                   after_warmup: Callable[[], object] = lambda: None) -> dict[str, float]:
     """Median ms of several functions run in turn (A B A B ...), so drift hits all alike."""
     for fn in fns.values():
         fn()
+    after_warmup()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(runs):
         for name, fn in fns.items():
@@ -113,7 +115,7 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     snippet = card_snippet(kind, model_path, threads)
     fns["card"] = lambda: snippet(frame)
     fns["pipeline"] = lambda: pipeline.process(frame, "rgb8", k, request)
-    ms = interleaved_ms(fns, runs)
+    ms = interleaved_ms(fns, runs, after_warmup=pipeline.timer.clear)
     del fns
     # Per-stage figures from the pipeline's own timer, over the timed rounds.
     stages = {name: round(s.mean_ms, 2) for name, s in pipeline.timer.stats().items()}

@@ -44,6 +44,11 @@ class StageTimer:
         with self._lock:
             self._samples.setdefault(name, deque(maxlen=self._window)).append(ms)
 
+    def clear(self) -> None:
+        """Forget every sample (e.g. after a warm-up)."""
+        with self._lock:
+            self._samples.clear()
+
     def stats(self) -> dict[str, StageStats]:
         """Mean / p95 / last per stage, in the order stages were first seen."""
         with self._lock:

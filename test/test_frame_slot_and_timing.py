@@ -38,6 +38,8 @@ def test_stage_timer_stats():
     with timer.stage("publish"):
         pass
     assert timer.stats()["publish"].count == 1
+    timer.clear()
+    assert timer.stats() == {}
 
 
 def test_rate_meter():
