@@ -13,6 +13,16 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export ROS_DOMAIN_ID ?= 61
 export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 
+# Debian/Ubuntu ship Python's venv module separately (python3-venv): install it when we can.
+ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "setup: installing python3-venv with apt-get"; \
+	    apt-get update -qq && apt-get install -y -qq python3-venv; \
+	  else \
+	    echo "setup: Python's venv module is missing: run 'sudo apt-get install python3-venv', then make again"; \
+	    exit 1; \
+	  fi; }
+
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
@@ -23,6 +33,7 @@ setup: $(VENV)/.ready
 # A sourced ROS 2 install (rclpy importable, e.g. /opt/ros/jazzy on a Pi 5 or a Jetson) is used
 # as it is; otherwise ROS 2 Kilted comes from pip wheels (x86_64, Python 3.10-3.12).
 $(VENV)/.ready: requirements.txt requirements-ros.txt
+	@$(ENSURE_VENV)
 	@if $(PYTHON) -c "import rclpy" 2>/dev/null; then \
 	  echo "setup: using the sourced ROS 2 install ($$ROS_DISTRO) through a venv with system site packages"; \
 	  $(PYTHON) -m venv --system-site-packages $(VENV) && \
@@ -35,6 +46,7 @@ $(VENV)/.ready: requirements.txt requirements-ros.txt
 	@touch $@
 
 $(VENV14)/.ready: requirements-litert14.txt
+	@$(ENSURE_VENV)
 	@echo "setup: second venv with ai-edge-litert 1.4.0 (the Raspberry Pi 5 wheel) in $(VENV14)"
 	$(PYTHON) -m venv $(VENV14) && $(VENV14)/bin/pip install -q -r requirements-litert14.txt
 	@touch $@
