@@ -26,6 +26,7 @@ from .models import MODEL_SPECS
 from .pipeline import PipelineConfig, Request, load_pipeline
 from .pointcloud import depth_to_points, reference_points
 from .runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
+from .scene import make_sample_scene, scene_intrinsics
 
 FRAME_SIZE = (1280, 720)
 
@@ -100,10 +101,8 @@ def card_snippet(kind: str, model_path: str, threads: int) -> Callable[[np.ndarr
 def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     """Bare invoke (both APIs), the card's snippet and our pipeline on one 1280x720 frame, all
     four interleaved in the same rounds, so their differences are not the machine's drift."""
-    from .loadgen import camera_info_for, sample_scene
-    frame = sample_scene(*FRAME_SIZE)
-    info = camera_info_for(*FRAME_SIZE)
-    k = Intrinsics.from_k(info.k, *FRAME_SIZE)
+    frame = make_sample_scene(*FRAME_SIZE)
+    k = scene_intrinsics(*FRAME_SIZE)
     pipeline = load_pipeline(model_path, kind, "cpu", threads,
                              PipelineConfig(points_stride=1), log=lambda _: None)
     request = Request.everything()

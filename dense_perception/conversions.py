@@ -31,6 +31,12 @@ OUTPUTS: dict[str, tuple[str, str, str]] = {
     "classes": ("segmentation/classes", "std_msgs/msg/String", ""),
     "points": ("points", "sensor_msgs/msg/PointCloud2", ""),
 }
+# Model output kind -> the products (keys of OUTPUTS) it feeds.
+PRODUCTS_BY_MODEL_OUTPUT: dict[str, tuple[str, ...]] = {
+    "depth": ("depth", "depth_info", "depth_colored", "points"),
+    "normals": ("normals", "normals_colored"),
+    "segmentation_logits": ("labels", "labels_colored", "classes"),
+}
 # Products that become Image messages, with their encodings (depth may also be 16UC1).
 IMAGE_OUTPUTS = {key: enc for key, (_, _, enc) in OUTPUTS.items() if enc and key != "depth"}
 

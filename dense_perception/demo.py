@@ -35,159 +35,41 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header, String
 
 from . import postprocess as post
-from .conversions import cloud_to_points, image_to_array
-from .messages import array_to_image
+from .conversions import (OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, cloud_to_points, image_msg_to_array,
+                          image_to_array)
+from .fileio import write_ply
+from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
 from .models import ModelSignatureError, ModelSpec, detect_model_spec
 from .runner import ModelLoadError, check_model_file, resolve_model_path
+from .scene import make_sample_scene, scene_intrinsics
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
 TEST_MODELS = ("test_da3_small.tflite", "test_tipsv2_b14_dpt.tflite")
 NAMESPACE = "/demo"
 FRAME_ID = "camera_optical_frame"
-SCENE_SIZE = (1280, 720)  # width, height
-FOCAL_PX = 900.0
 PLAY_HZ = 5.0
 DEFAULT_DOMAIN_ID = "61"  # the Makefile's default; the caller's ROS_DOMAIN_ID wins
 STOP_TIMEOUT_S = 5.0
 DIAGNOSTICS_NAME = "dense_perception"
 CLASSES_TOPIC = "segmentation/classes"
 
-# Output topics (relative to the node's namespace) by the model output that feeds them.
-TOPICS_BY_OUTPUT: dict[str, dict[str, type]] = {
-    "depth": {"depth/image": Image, "depth/camera_info": CameraInfo, "depth/colored": Image,
-              "points": PointCloud2},
-    "normals": {"normals/image": Image, "normals/colored": Image},
-    "segmentation_logits": {"segmentation/labels": Image, "segmentation/colored": Image},
-}
-
-_FLOAT_ENCODINGS = {"32FC1": 1, "32FC3": 3}
-
-
 class DemoError(RuntimeError):
     """The demo failed; the message is the one line printed."""
 
 
-# ---- the sample scene --------------------------------------------------------------------------
-def make_sample_scene(width: int = SCENE_SIZE[0], height: int = SCENE_SIZE[1]) -> np.ndarray:
-    """A deterministic H x W x 3 rgb8 scene: sky gradient, a floor with a perspective grid, and
-    coloured boxes and circles that shrink with distance toward the horizon."""
-    horizon = int(height * 0.42)
-    vanish = (width // 2, horizon)
-    scene = np.empty((height, width, 3), np.uint8)
-    t = np.linspace(0.0, 1.0, horizon)[:, None, None]
-    scene[:horizon] = (np.array([70, 130, 210]) * (1 - t) + np.array([200, 225, 245]) * t)
-    t = np.linspace(0.0, 1.0, height - horizon)[:, None, None]
-    scene[horizon:] = (np.array([120, 110, 95]) * (1 - t) + np.array([185, 170, 150]) * t)
-    _draw_floor_grid(scene, horizon, vanish)
-    _draw_objects(scene, horizon)
-    return scene
-
-
-def _draw_floor_grid(scene: np.ndarray, horizon: int, vanish: tuple[int, int]) -> None:
-    """Lines converging at the vanishing point and cross lines spaced as 1/distance."""
-    height, width = scene.shape[:2]
-    colour = (70, 65, 55)
-    for x in np.linspace(-2 * width, 3 * width, 21):
-        cv2.line(scene, vanish, (int(x), height - 1), colour, 2, cv2.LINE_AA)
-    for z in (1.0, 1.5, 2.2, 3.2, 4.6, 6.5, 9.5, 14.0):
-        y = horizon + int((height - horizon) / z)
-        cv2.line(scene, (0, y), (width - 1, y), colour, 2, cv2.LINE_AA)
-    scene[horizon - 1:horizon + 1] = (90, 90, 90)
-
-
-def _draw_objects(scene: np.ndarray, horizon: int) -> None:
-    """Boxes and circles standing on the floor; nearer ones are lower and larger."""
-    height, width = scene.shape[:2]
-    floor = height - horizon
-    # (centre x as a fraction of the width, distance, rgb colour, "box" | "circle")
-    objects = [(0.47, 6.0, (60, 170, 80), "circle"), (0.12, 4.0, (230, 200, 40), "box"),
-               (0.62, 2.6, (50, 90, 210), "box"), (0.36, 1.7, (210, 60, 50), "circle"),
-               (0.86, 1.3, (200, 80, 190), "box")]
-    for fx, dist, rgb, shape in sorted(objects, key=lambda o: -o[1]):  # far ones first
-        base = horizon + int(floor / dist)
-        size = int(0.9 * floor / dist)
-        cx = int(fx * width)
-        cv2.ellipse(scene, (cx, base), (size // 2 + 6, max(size // 12, 3)), 0, 0, 360,
-                    (80, 75, 65), -1, cv2.LINE_AA)  # shadow
-        if shape == "box":
-            top = base - size
-            cv2.rectangle(scene, (cx - size // 2, top), (cx + size // 2, base), rgb, -1)
-            side = tuple(int(c * 0.7) for c in rgb)
-            depth_px = size // 5
-            pts = np.array([(cx + size // 2, top), (cx + size // 2 + depth_px, top - depth_px),
-                            (cx + size // 2 + depth_px, base - depth_px), (cx + size // 2, base)])
-            cv2.fillConvexPoly(scene, pts, side, cv2.LINE_AA)
-            lid = tuple(min(int(c * 1.2) + 20, 255) for c in rgb)
-            pts = np.array([(cx - size // 2, top), (cx - size // 2 + depth_px, top - depth_px),
-                            (cx + size // 2 + depth_px, top - depth_px), (cx + size // 2, top)])
-            cv2.fillConvexPoly(scene, pts, lid, cv2.LINE_AA)
-        else:
-            cv2.circle(scene, (cx, base - size // 2), size // 2, rgb, -1, cv2.LINE_AA)
-            hi = tuple(min(int(c * 1.3) + 40, 255) for c in rgb)
-            cv2.circle(scene, (cx - size // 7, base - size // 2 - size // 7), size // 6, hi, -1,
-                       cv2.LINE_AA)
-
-
-def make_camera_info(width: int, height: int, focal: float = FOCAL_PX) -> CameraInfo:
-    """A distortion-free pinhole CameraInfo with the principal point at the image centre."""
-    info = CameraInfo(width=width, height=height, distortion_model="plumb_bob")
-    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
-    info.k = [focal, 0.0, cx, 0.0, focal, cy, 0.0, 0.0, 1.0]
-    info.p = [focal, 0.0, cx, 0.0, 0.0, focal, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-    info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    info.d = [0.0] * 5
-    return info
-
-
-# ---- message -> numpy conversions -------------------------------------------------------------
-def float_image_to_array(msg: Image) -> np.ndarray:
-    """H x W (32FC1) or H x W x 3 (32FC3) float32 copy of an Image's data."""
-    channels = _FLOAT_ENCODINGS[msg.encoding]
-    dtype = np.dtype(np.float32).newbyteorder(">" if msg.is_bigendian else "<")
-    rows = np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.step)
-    pixels = rows[:, :msg.width * channels * 4].copy().view(dtype).astype(np.float32)
-    return pixels.reshape(msg.height, msg.width, channels).squeeze(axis=2) if channels == 1 \
-        else pixels.reshape(msg.height, msg.width, channels)
-
-
+# ---- message -> files ---------------------------------------------------------------------------
 def image_for_png(msg: Image) -> np.ndarray:
     """What cv2.imwrite should get for ``msg``: BGR for colour, 8-bit grey for mono8."""
     if msg.encoding == "32FC1":
-        return post.colorize_depth(float_image_to_array(msg))  # already bgr8
+        return post.colorize_depth(image_msg_to_array(msg))  # already bgr8
     if msg.encoding == "32FC3":
-        rgb = np.nan_to_num((float_image_to_array(msg) + 1.0) * 0.5 * 255.0, nan=0.0)
-        return cv2.cvtColor(np.clip(rgb + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_RGB2BGR)
+        return cv2.cvtColor(post.colorize_normals(image_msg_to_array(msg)), cv2.COLOR_RGB2BGR)
     pixels = image_to_array(msg)
     if msg.encoding == "rgb8":
         return cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
     if msg.encoding in ("bgr8", "mono8"):
         return np.ascontiguousarray(pixels)
     raise DemoError(f"cannot save an image with encoding '{msg.encoding}'")
-
-
-def write_ply(path: Path, cloud: PointCloud2) -> int:
-    """Write the finite points of ``cloud`` as ASCII PLY (x y z [r g b]); return their count."""
-    points = cloud_to_points(cloud).reshape(-1)
-    xyz = np.stack([points["x"], points["y"], points["z"]], axis=1)
-    keep = np.isfinite(xyz).all(axis=1)
-    xyz = xyz[keep]
-    has_rgb = "rgb" in points.dtype.names
-    header = ["ply", "format ascii 1.0", f"element vertex {len(xyz)}",
-              "property float x", "property float y", "property float z"]
-    if has_rgb:
-        packed = np.ascontiguousarray(points["rgb"][keep]).view(np.uint32)
-        rgb = np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255], axis=1)
-        header += ["property uchar red", "property uchar green", "property uchar blue"]
-    header.append("end_header")
-    with path.open("w") as f:
-        f.write("\n".join(header) + "\n")
-        if has_rgb:
-            for (x, y, z), (r, g, b) in zip(xyz.tolist(), rgb.tolist()):
-                f.write(f"{x:.5f} {y:.5f} {z:.5f} {r} {g} {b}\n")
-        else:
-            for x, y, z in xyz.tolist():
-                f.write(f"{x:.5f} {y:.5f} {z:.5f}\n")
-    return len(xyz)
 
 
 def diagnostics_table(msg: DiagnosticArray) -> str:
@@ -227,7 +109,7 @@ class DemoClient(Node):
         self._sent_stamps: set[tuple[int, int]] = set()
         height, width = scene.shape[:2]
         self._image = array_to_image(scene, "rgb8", Header(frame_id=FRAME_ID))
-        self._info = make_camera_info(width, height)
+        self._info = intrinsics_to_camera_info(scene_intrinsics(width, height), Header())
         self._image_pub = self.create_publisher(Image, "image", qos_profile_sensor_data)
         self._info_pub = self.create_publisher(CameraInfo, "camera_info", qos_profile_sensor_data)
         for topic, msg_type in topics.items():
@@ -291,10 +173,9 @@ def model_spec(model: Path) -> ModelSpec:
 
 def expected_topics(spec: ModelSpec) -> dict[str, type]:
     """Every output topic the node publishes for ``spec`` (segmentation/classes excluded)."""
-    topics: dict[str, type] = {}
-    for out in spec.outputs:
-        topics.update(TOPICS_BY_OUTPUT[out.kind])
-    return topics
+    return {OUTPUTS[key][0]: MESSAGE_CLASSES[OUTPUTS[key][1]]
+            for out in spec.outputs for key in PRODUCTS_BY_MODEL_OUTPUT[out.kind]
+            if key != "classes"}
 
 
 def configure_dds() -> None:
@@ -378,10 +259,10 @@ def save_outputs(rec: Recording, scene: np.ndarray, out_dir: Path) -> list[str]:
         if isinstance(msg, Image):
             write_png(f"{stem}.png", image_for_png(msg))
             if msg.encoding == "32FC1":  # the PNG is a colour view: keep the values too
-                np.save(out_dir / f"{stem}.npy", float_image_to_array(msg))
+                np.save(out_dir / f"{stem}.npy", image_msg_to_array(msg))
                 saved.append(f"{stem}.npy")
         elif isinstance(msg, PointCloud2):
-            n = write_ply(out_dir / f"{stem}.ply", msg)
+            n = write_ply(out_dir / f"{stem}.ply", cloud_to_points(msg))
             saved.append(f"{stem}.ply ({n} points)")
         elif isinstance(msg, String):
             classes = json.loads(msg.data)

@@ -16,19 +16,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from .messages import array_to_image
+from .conversions import OUTPUTS
+from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
+from .scene import make_sample_scene, scene_intrinsics
 
 
-OTHER_OUTPUTS = {"depth/camera_info": CameraInfo, "depth/colored": Image,
-                 "normals/image": Image, "normals/colored": Image, "segmentation/labels": Image,
-                 "segmentation/colored": Image, "points": PointCloud2}
+# Every output but depth/image (watched for timing) and the latched class list.
+OTHER_OUTPUTS = {topic: MESSAGE_CLASSES[msgtype] for key, (topic, msgtype, _) in OUTPUTS.items()
+                 if key not in ("depth", "classes")}
 
 
 @dataclass
@@ -63,32 +64,7 @@ class StreamResult:
         return self.rss_mb[-1][1] if self.rss_mb else 0.0
 
 
-def sample_scene(width: int = 1280, height: int = 720) -> np.ndarray:
-    """A deterministic rgb8 test scene: sky, floor, boxes (no file needed)."""
-    import cv2
-    v = np.linspace(0.0, 1.0, height)[:, None, None]
-    sky = np.array([135, 190, 235]) * (1 - v) + np.array([230, 230, 250]) * v
-    scene = np.broadcast_to(sky, (height, width, 3)).astype(np.uint8).copy()
-    horizon = height // 2
-    scene[horizon:] = np.linspace(90, 170, height - horizon)[:, None, None].astype(np.uint8)
-    for i, colour in enumerate([(200, 60, 50), (60, 160, 70), (50, 80, 200)]):
-        x = width // 8 + i * width // 3
-        size = height // (3 + i)
-        cv2.rectangle(scene, (x, horizon + height // 8 - size // 2),
-                      (x + size, horizon + height // 8 + size // 2), colour, -1)
-    return scene
-
-
-def camera_info_for(width: int, height: int, hfov_deg: float = 70.0) -> CameraInfo:
-    """A plausible pinhole CameraInfo for the played frames."""
-    f = (width / 2) / np.tan(np.radians(hfov_deg) / 2)
-    info = CameraInfo(width=width, height=height, distortion_model="plumb_bob")
-    info.k = [f, 0.0, (width - 1) / 2, 0.0, f, (height - 1) / 2, 0.0, 0.0, 1.0]
-    info.d = [0.0] * 5
-    return info
-
-
-def node_rss_mb(pid: int) -> float | None:
+def rss_mb(pid: int) -> float | None:
     """Resident memory of process ``pid`` in MB (None once it is gone)."""
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -110,9 +86,9 @@ class FramePlayer:
         self._info_pub = client.create_publisher(CameraInfo, "camera_info",
                                                  qos_profile_sensor_data)
         # One message, re-stamped: the player spends no CPU on copying frames.
-        self._frame = array_to_image(sample_scene(*size), "rgb8",
+        self._frame = array_to_image(make_sample_scene(*size), "rgb8",
                                      Header(frame_id="camera_optical_frame"))
-        self._info = camera_info_for(*size)
+        self._info = intrinsics_to_camera_info(scene_intrinsics(*size), Header())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, daemon=True)
         self.frames = 0
@@ -222,7 +198,7 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
 
         def sample_rss_until(t_end: float) -> None:
             while time.monotonic() < t_end:
-                rss = node_rss_mb(proc.pid)
+                rss = rss_mb(proc.pid)
                 if rss is not None:
                     result.rss_mb.append((time.monotonic() - window_start, rss))
                 time.sleep(min(1.0, max(0.0, t_end - time.monotonic())))

@@ -10,10 +10,15 @@ import array
 
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from .conversions import camera_info_fields, cloud_fields, image_fields
 from .intrinsics import Intrinsics
+
+# rclpy message classes by the type names of conversions.OUTPUTS.
+MESSAGE_CLASSES: dict[str, type] = {
+    "sensor_msgs/msg/Image": Image, "sensor_msgs/msg/CameraInfo": CameraInfo,
+    "sensor_msgs/msg/PointCloud2": PointCloud2, "std_msgs/msg/String": String}
 
 
 def _byte_array(data: np.ndarray) -> array.array:

@@ -28,15 +28,15 @@ from rclpy.qos import (DurabilityPolicy, QoSProfile,
                        qos_profile_sensor_data)
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
 from . import postprocess as post
 from .diagnostics import FrameStats, build_diagnostics
 from .frame_slot import FrameSlot
-from .conversions import (IMAGE_OUTPUTS, OUTPUTS, BadImageError, camera_info_to_intrinsics,
-                          compressed_to_array, image_to_array)
-from .messages import array_to_image, intrinsics_to_camera_info, points_to_cloud
+from .conversions import (IMAGE_OUTPUTS, OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, BadImageError,
+                          camera_info_to_intrinsics, compressed_to_array, image_to_array)
+from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info, points_to_cloud
 from .models import ModelSignatureError
 from .parameters import PARAMS, PARAMS_BY_NAME
 from .pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
@@ -46,6 +46,12 @@ from .timing import RateMeter
 NODE_NAME = "dense_perception"
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
 CAMERA_INFO_HISTORY = 30
+# The parameter that switches each product on or off.
+PUBLISH_SWITCH = {"depth": "publish_depth", "depth_info": "publish_depth",
+                  "depth_colored": "publish_depth", "points": "publish_points",
+                  "normals": "publish_normals", "normals_colored": "publish_normals",
+                  "labels": "publish_segmentation", "labels_colored": "publish_segmentation",
+                  "classes": "publish_segmentation"}
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
 
 
@@ -154,26 +160,15 @@ class DensePerceptionNode(Node):
 
     def _create_publishers(self, values: dict[str, Any]) -> None:
         spec = self._spec
-        has = {kind: spec.output_index(kind) is not None
-               for kind in ("depth", "normals", "segmentation_logits")}
-        enabled = {
-            "depth": has["depth"] and values["publish_depth"],
-            "depth_info": has["depth"] and values["publish_depth"],
-            "depth_colored": has["depth"] and values["publish_depth"],
-            "normals": has["normals"] and values["publish_normals"],
-            "normals_colored": has["normals"] and values["publish_normals"],
-            "labels": has["segmentation_logits"] and values["publish_segmentation"],
-            "labels_colored": has["segmentation_logits"] and values["publish_segmentation"],
-            "points": has["depth"] and values["publish_points"],
-        }
-        types = {"sensor_msgs/msg/Image": Image, "sensor_msgs/msg/CameraInfo": CameraInfo,
-                 "sensor_msgs/msg/PointCloud2": PointCloud2}
+        products = [key for kind, keys in PRODUCTS_BY_MODEL_OUTPUT.items()
+                    if spec.output_index(kind) is not None for key in keys
+                    if values[PUBLISH_SWITCH[key]]]
         qos = {"qos_overriding_options": QoSOverridingOptions.with_default_policies()}
         self._pubs: dict[str, Any] = {
-            key: self.create_publisher(types[OUTPUTS[key][1]], OUTPUTS[key][0], PUBLISHER_QOS,
-                                       **qos)
-            for key, on in enabled.items() if on}
-        if enabled["labels"]:
+            key: self.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]], OUTPUTS[key][0],
+                                       PUBLISHER_QOS, **qos)
+            for key in products if key != "classes"}
+        if "classes" in products:
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self._classes_pub = self.create_publisher(String, OUTPUTS["classes"][0], latched)
             self._classes_pub.publish(String(data=json.dumps(list(post.ade20k_class_names()))))

@@ -13,17 +13,18 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header
 
-from dense_perception.messages import array_to_image
+from dense_perception.conversions import OUTPUTS
+from dense_perception.messages import MESSAGE_CLASSES, array_to_image
 from dense_perception.node import DensePerceptionNode
 
-OUTPUT_TOPICS = {
-    "depth/image": Image, "depth/camera_info": CameraInfo, "depth/colored": Image,
-    "normals/image": Image, "normals/colored": Image, "segmentation/labels": Image,
-    "segmentation/colored": Image, "points": PointCloud2, "/diagnostics": DiagnosticArray,
-}
+# Every output the client can watch (the latched class list is subscribed on demand).
+OUTPUT_TOPICS = {topic: MESSAGE_CLASSES[msgtype] for key, (topic, msgtype, _) in OUTPUTS.items()
+                 if key != "classes"}
+OUTPUT_TOPICS["/diagnostics"] = DiagnosticArray
+TOPIC_KEYS = {topic: key for key, (topic, _, _) in OUTPUTS.items()}
 
 
 class Harness:
@@ -69,11 +70,8 @@ class Harness:
 
     def wait_matched(self, topics: tuple[str, ...], timeout: float = 10.0) -> None:
         """Wait until the node's publishers for ``topics`` see the client's subscriptions."""
-        keys = {"depth/image": "depth", "depth/camera_info": "depth_info",
-                "depth/colored": "depth_colored", "normals/image": "normals",
-                "normals/colored": "normals_colored", "segmentation/labels": "labels",
-                "segmentation/colored": "labels_colored", "points": "points"}
-        pubs = [self.node._pubs[keys[t]] for t in topics if keys.get(t) in self.node._pubs]
+        pubs = [self.node._pubs[TOPIC_KEYS[t]] for t in topics
+                if TOPIC_KEYS.get(t) in self.node._pubs]
         self.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs), timeout,
                         "outputs matched")
 

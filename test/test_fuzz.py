@@ -4,6 +4,7 @@ The node must stay alive, account for every message (processed, rejected, droppe
 publishing for good frames, and not grow in memory.
 """
 
+import os
 import time
 
 import numpy as np
@@ -13,6 +14,8 @@ pytest.importorskip("rclpy")
 
 from conftest import DA3_TEST_MODEL  # noqa: E402
 from ros_harness import Harness, camera_info  # noqa: E402
+
+from dense_perception.loadgen import rss_mb  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -60,11 +63,8 @@ def fuzz_messages(rng):
     return msgs
 
 
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+def own_rss_mb():
+    return rss_mb(os.getpid())
 
 
 def test_fuzzed_stream_over_dds():
@@ -95,7 +95,7 @@ def test_fuzzed_stream_over_dds():
             sent[outcome] += 1
             time.sleep(0.05 if i == 0 else 0.015)
             if i == 100:
-                baseline = rss_mb()
+                baseline = own_rss_mb()
         final = h.header(sec=5000)
         h.publish_frame(np.zeros((48, 64, 3), np.uint8), final)
         assert h.wait_for("depth/image", where=lambda m: m.header.stamp == final.stamp,
@@ -113,12 +113,12 @@ def test_fuzzed_stream_over_dds():
         print(f"fuzz: sent {total} ({sent['ok'] + 1} good, {sent['bad']} bad), received "
               f"{received}, processed {values['frames processed']}, rejected "
               f"{values['frames rejected']}, dropped {values['frames dropped']}, failed "
-              f"{values['frames failed']}; RSS {baseline:.0f} -> {rss_mb():.0f} MB")
+              f"{values['frames failed']}; RSS {baseline:.0f} -> {own_rss_mb():.0f} MB")
         assert received >= 0.7 * total  # best-effort (sensor-data QoS) drops some under load
         assert int(values["frames rejected"]) >= 0.8 * sent["bad"]
         assert int(values["frames processed"]) >= 0.5 * sent["ok"]
         assert values["frames failed"] == "0"  # bad input is rejected, never a failure
-        assert rss_mb() < baseline * 1.10 + 10
+        assert own_rss_mb() < baseline * 1.10 + 10
         assert h.node.context.ok() and all(w.is_alive() for w in h.node._workers)
     finally:
         h.close()
