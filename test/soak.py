@@ -19,26 +19,6 @@ sys.path.insert(0, str(REPO))
 
 from dense_perception.loadgen import run_stream  # noqa: E402
 
-SLOW_NODE = """
-import sys, time
-from dense_perception import node
-
-class OneSecondRunner:
-    '''The real runner, padded to about one second per inference.'''
-    def __init__(self, inner):
-        self.inner = inner
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-    def run(self):
-        start = time.monotonic()
-        outputs = self.inner.run()
-        time.sleep(max(0.0, %(seconds)f - (time.monotonic() - start)))
-        return outputs
-
-sys.exit(node.main(runner_hook=OneSecondRunner))
-"""
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -46,7 +26,8 @@ def main() -> int:
     parser.add_argument("--out", default=str(REPO / "soak_out"))
     args = parser.parse_args()
     model = REPO / "models" / "test_tipsv2_b14_dpt.tflite"
-    cmd = [sys.executable, "-c", SLOW_NODE % {"seconds": args.inference_s}, "--ros-args",
+    cmd = [sys.executable, str(REPO / "test" / "slow_node.py"), str(args.inference_s),
+           "--ros-args",
            "-p", f"model_path:={model}", "-p", "backend:=cpu"]
     result = run_stream(cmd, fps=30.0, seconds=args.seconds)
     ages = np.array(result.ages_s)

@@ -21,7 +21,7 @@ def node_env():
 
 
 def start_node(*ros_args, script=None):
-    cmd = [sys.executable] + (["-c", script] if script else ["-m", "dense_perception.node"])
+    cmd = [sys.executable] + (script if script else ["-m", "dense_perception.node"])
     return subprocess.Popen(cmd + ["--ros-args", *ros_args], env=node_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -68,24 +68,6 @@ def test_unsupported_signature_error(tmp_path):
     assert "da3 (Depth Anything 3 Small)" in line and "tipsv2 (TIPSv2-B14-DPT)" in line
 
 
-SLOW_NODE = """
-import sys, time
-from dense_perception import node
-
-class SlowRunner:
-    def __init__(self, inner):
-        self.inner = inner
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-    def run(self):
-        print("INFERENCE_STARTED", flush=True)
-        time.sleep(60)
-        return self.inner.run()
-
-sys.exit(node.main(runner_hook=SlowRunner))
-"""
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_stops_node_mid_inference(sig):
     import rclpy
@@ -94,7 +76,8 @@ def test_signal_stops_node_mid_inference(sig):
     from dense_perception.messages import array_to_image
     from std_msgs.msg import Header
 
-    proc = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=SLOW_NODE)
+    slow = [str(REPO / "test" / "slow_node.py"), "60"]  # a 60 s inference
+    proc = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=slow)
     context = rclpy.Context()
     rclpy.init(context=context)
     client = rclpy.create_node("signal_client", context=context)
