@@ -58,18 +58,18 @@ models: setup
 test: setup $(VENV14)/.ready
 	$(PY) -m pytest -q
 	@echo "== runner, end-to-end and offline tests again under ai-edge-litert 1.4.0 =="
-	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_core_is_ros_free.py test/test_cli.py
+	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_layout.py test/test_cli.py
 
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
 torch-env: setup
-	$(PY) -c "from dense_perception.export_da3 import ensure_torch_env; ensure_torch_env()"
+	$(PY) -c "from dense_perception.export.export_da3 import ensure_torch_env; ensure_torch_env()"
 
 # Speed, side by side in one run, on DA3-class and TIPSv2-class models built here.
 bench: torch-env
-	$(VENV_TORCH)/bin/python -m dense_perception.bench_models --out $(BENCH_MODELS)
+	$(VENV_TORCH)/bin/python -m tools.bench_models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
-	$(PY) -m dense_perception.bench --models $(BENCH_MODELS)
+	$(PY) -m tools.bench --models $(BENCH_MODELS)
 
 # DA3-Small exported at two aspects with random weights, fidelity vs PyTorch (a few minutes).
 test-export: torch-env
@@ -77,10 +77,10 @@ test-export: torch-env
 
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.
 soak: setup
-	$(PY) test/soak.py --seconds 60
+	$(PY) tools/soak.py --seconds 60
 
 demo: setup
-	$(PY) -m dense_perception.demo $(if $(MODEL),--model $(MODEL),)
+	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
 	rm -rf $(VENV) $(VENV14) $(VENV_TORCH) .cache demo_out bench_out soak_out .pytest_cache

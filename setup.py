@@ -9,8 +9,8 @@ PACKAGE = "dense_perception"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(exclude=["test"]),
-    package_data={PACKAGE: ["data/*"]},
+    packages=find_packages(exclude=["test", "test.*", "tools", "tools.*"]),
+    package_data={f"{PACKAGE}.core": ["data/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -27,8 +27,8 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            f"dense_perception_node = {PACKAGE}.node:main",
-            f"dense-perception = {PACKAGE}.cli:main",
+            f"dense_perception_node = {PACKAGE}.ros.node:main",
+            f"dense-perception = {PACKAGE}.offline.cli:main",
         ],
     },
 )

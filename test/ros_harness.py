@@ -16,9 +16,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header
 
-from dense_perception.conversions import OUTPUTS
-from dense_perception.messages import MESSAGE_CLASSES, array_to_image
-from dense_perception.node import DensePerceptionNode
+from dense_perception.core.conversions import OUTPUTS
+from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image
+from dense_perception.ros.node import DensePerceptionNode
 
 # Every output the client can watch (the latched class list is subscribed on demand).
 OUTPUT_TOPICS = {topic: MESSAGE_CLASSES[msgtype] for key, (topic, msgtype, _) in OUTPUTS.items()

@@ -25,9 +25,10 @@ pytest.importorskip("rosbags")
 
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer  # noqa: E402
 
-from dense_perception import bagio, cli, conversions  # noqa: E402
-from dense_perception.fileio import read_ply  # noqa: E402
-from dense_perception.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.offline import bagio, cli  # noqa: E402
+from dense_perception.core import conversions  # noqa: E402
+from dense_perception.offline.fileio import read_ply  # noqa: E402
+from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
 
 TS = bagio.TYPESTORE
 MEAN = np.array([0.485, 0.456, 0.406])
@@ -599,8 +600,8 @@ def test_image_message_conversion_checks_like_the_node():
 
 
 def test_the_command_line_modules_need_no_ros():
-    code = ("import sys\nimport dense_perception.cli, dense_perception.bagio, "
-            "dense_perception.fileio\n"
+    code = ("import sys\nimport dense_perception.offline.cli, dense_perception.offline.bagio, "
+            "dense_perception.offline.fileio\n"
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('rclpy', 'sensor_msgs', 'std_msgs', 'builtin_interfaces'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -79,9 +79,12 @@ def test_installed_layout(install_prefix):
 @pytest.mark.slow
 def test_installed_python_package_has_its_data(install_prefix):
     package = _site_packages(install_prefix) / PACKAGE
-    assert (package / "node.py").is_file()
+    for layer in ("core", "ros", "offline", "export"):
+        assert (package / layer / "__init__.py").is_file(), f"{layer}/ not installed"
+    assert (package / "ros" / "node.py").is_file()
+    assert not (_site_packages(install_prefix) / "tools").exists(), "tools/ must not be installed"
     for name in ("models.json", "ade20k_classes.txt", "ade20k_palette.csv"):
-        assert (package / "data" / name).is_file(), f"data/{name} not installed"
+        assert (package / "core" / "data" / name).is_file(), f"core/data/{name} not installed"
 
 
 @pytest.mark.slow
@@ -90,8 +93,8 @@ def test_installed_package_finds_its_data_and_models(install_prefix, tmp_path):
     model paths resolve to share/dense_perception/models through the ament index."""
     env = dict(os.environ, PYTHONPATH=str(_site_packages(install_prefix)),
                AMENT_PREFIX_PATH=str(install_prefix))
-    code = ("import dense_perception, dense_perception.postprocess as p;"
-            "from dense_perception.runner import resolve_model_path;"
+    code = ("import dense_perception, dense_perception.core.postprocess as p;"
+            "from dense_perception.core.runner import resolve_model_path;"
             "print(dense_perception.__file__);"
             "print(len(p.ade20k_class_names()));"
             "print(resolve_model_path('test_da3_small.tflite'))")

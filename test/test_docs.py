@@ -3,8 +3,8 @@
 import re
 
 from conftest import REPO
-from dense_perception.conversions import OUTPUTS
-from dense_perception.parameters import PARAMS
+from dense_perception.core.conversions import OUTPUTS
+from dense_perception.core.parameters import PARAMS
 
 README = (REPO / "README.md").read_text()
 

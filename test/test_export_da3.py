@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dense_perception import export_da3 as E
+from dense_perception.export import export_da3 as E
 
 REPO = Path(__file__).resolve().parents[1]
 MISSING = [m for m in ("torch", "litert_torch", "depth_anything_3", "safetensors")
@@ -167,7 +167,7 @@ def exported(request, tmp_path_factory):
 @pytest.mark.export
 @needs_torch
 def test_export_signature_fidelity_and_report(exported):
-    from dense_perception.runner import check_model_file
+    from dense_perception.core.runner import check_model_file
 
     result, width, height, _, fp16 = exported
     signature = check_model_file(str(result.path))
@@ -195,7 +195,7 @@ def test_export_signature_fidelity_and_report(exported):
 def test_pipeline_runs_the_export_with_zero_crop(exported):
     import cv2
 
-    from dense_perception.pipeline import PipelineConfig, Request, load_pipeline
+    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
 
     result, width, height, (cam_w, cam_h), _ = exported
     pipe = load_pipeline(str(result.path), backend="cpu",
@@ -285,13 +285,13 @@ def test_gpu_clean_rewrites_are_exact_except_align_corners():
 @pytest.mark.export
 @needs_torch
 def test_command_line_gpu_clean_small(tmp_path):
-    """``python -m dense_perception.export_da3`` end to end: a GPU-clean graph (4D only, no
+    """``python -m dense_perception.export.export_da3`` end to end: a GPU-clean graph (4D only, no
     TRANSPOSE_CONV / GATHER / BROADCAST_TO) that LiteRT runs like the rewritten PyTorch."""
     out = tmp_path / "gpu.tflite"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run(
-        [sys.executable, "-m", "dense_perception.export_da3", "--random-weights",
+        [sys.executable, "-m", "dense_perception.export.export_da3", "--random-weights",
          "--size", "280x168", "--gpu-clean", "--fp16", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from dense_perception.fit import FIT_MODES, Interp, make_fit_plan
-from dense_perception.intrinsics import Intrinsics
+from dense_perception.core.fit import FIT_MODES, Interp, make_fit_plan
+from dense_perception.core.intrinsics import Intrinsics
 
 FRAMES = [(1280, 720), (720, 1280), (640, 480), (500, 500)]
 MODELS = [(504, 896), (448, 448)]  # DA3 (portrait) and TIPSv2 (square), as width x height

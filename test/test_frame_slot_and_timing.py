@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from dense_perception.frame_slot import FrameSlot
-from dense_perception.timing import RateMeter, StageTimer
+from dense_perception.core.frame_slot import FrameSlot
+from dense_perception.core.timing import RateMeter, StageTimer
 
 
 def test_newest_wins_and_drops_are_counted():

@@ -15,7 +15,7 @@ pytest.importorskip("rclpy")
 from conftest import DA3_TEST_MODEL  # noqa: E402
 from ros_harness import Harness, camera_info  # noqa: E402
 
-from dense_perception.loadgen import rss_mb  # noqa: E402
+from tools.loadgen import rss_mb  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dense_perception.models import MODEL_SPECS
-from dense_perception.parameters import PARAMS, PARAMS_BY_NAME
-from dense_perception.runner import BACKENDS
+from dense_perception.core.models import MODEL_SPECS
+from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME
+from dense_perception.core.runner import BACKENDS
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH_FILE = REPO / "launch" / "depth.launch.py"
@@ -68,7 +68,7 @@ def _console_scripts() -> dict[str, str]:
 
 def _node_source_facts() -> tuple[str, set[str]]:
     """node.py's NODE_NAME and the topics it subscribes to (read with ast: no rclpy needed)."""
-    tree = ast.parse((REPO / "dense_perception" / "node.py").read_text())
+    tree = ast.parse((REPO / "dense_perception" / "ros" / "node.py").read_text())
     node_name = _module_constants(tree)["NODE_NAME"]
     topics = {call.args[1].value for call in ast.walk(tree)
               if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
@@ -79,8 +79,8 @@ def _node_source_facts() -> tuple[str, set[str]]:
 
 def test_package_facts_are_consistent():
     scripts = _console_scripts()
-    assert scripts == {"dense_perception_node": "dense_perception.node:main",
-                       "dense-perception": "dense_perception.cli:main"}
+    assert scripts == {"dense_perception_node": "dense_perception.ros.node:main",
+                       "dense-perception": "dense_perception.offline.cli:main"}
     node_name, topics = _node_source_facts()
     assert node_name == "dense_perception"
     assert topics == {"image", "image/compressed", "camera_info"}
@@ -148,7 +148,7 @@ def test_launch_node_action_matches_setup_and_node():
     node_name, _ = _node_source_facts()
     assert kw["package"] == ET.parse(REPO / "package.xml").getroot().findtext("name")
     assert kw["executable"] in scripts
-    assert scripts[kw["executable"]] == "dense_perception.node:main"
+    assert scripts[kw["executable"]] == "dense_perception.ros.node:main"
     assert kw["name"] == node_name
 
 

@@ -8,12 +8,12 @@ pytest.importorskip("sensor_msgs")
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from dense_perception.intrinsics import Intrinsics  # noqa: E402
-from dense_perception.conversions import (BadImageError, cloud_to_points,  # noqa: E402
+from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.core.conversions import (BadImageError, cloud_to_points,  # noqa: E402
                                           compressed_to_array, image_to_array)
-from dense_perception.messages import (array_to_image, intrinsics_to_camera_info,  # noqa: E402
+from dense_perception.ros.messages import (array_to_image, intrinsics_to_camera_info,  # noqa: E402
                                        points_to_cloud)
-from dense_perception.pointcloud import depth_to_points  # noqa: E402
+from dense_perception.core.pointcloud import depth_to_points  # noqa: E402
 
 
 def test_round_trip_every_supported_layout():

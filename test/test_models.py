@@ -3,8 +3,8 @@
 import pytest
 
 from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from dense_perception.models import MODEL_SPECS, ModelSignatureError, detect_model_spec
-from dense_perception.pipeline import load_pipeline
+from dense_perception.core.models import MODEL_SPECS, ModelSignatureError, detect_model_spec
+from dense_perception.core.pipeline import load_pipeline
 
 
 def test_specs_follow_the_model_cards():

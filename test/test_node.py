@@ -16,9 +16,9 @@ from std_msgs.msg import String  # noqa: E402
 from test_pipeline import (camera_colour_at_published, da3_depth_of, gradient_frame,  # noqa: E402
                            tips_depth_of, tips_normals_of)
 
-from dense_perception.fit import make_fit_plan  # noqa: E402
-from dense_perception.intrinsics import Intrinsics  # noqa: E402
-from dense_perception.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
+from dense_perception.core.fit import make_fit_plan  # noqa: E402
+from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 
 pytestmark = pytest.mark.ros
 OK, WARN, ERROR = 0, 1, 2

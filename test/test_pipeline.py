@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from dense_perception.intrinsics import Intrinsics
-from dense_perception.pipeline import PipelineConfig, Request, load_pipeline
-from dense_perception.pointcloud import reference_points
-from dense_perception.postprocess import INVALID_LABEL
+from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pointcloud import reference_points
+from dense_perception.core.postprocess import INVALID_LABEL
 
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
@@ -83,7 +83,7 @@ def tips():
 
 
 def reconfigure(pipeline, **changes):
-    from dense_perception.pipeline import DensePipeline
+    from dense_perception.core.pipeline import DensePipeline
     config = PipelineConfig(**{**pipeline.config.__dict__, **changes})
     return DensePipeline(pipeline.runner, pipeline.spec, config)
 

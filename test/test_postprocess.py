@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dense_perception import postprocess as post
+from dense_perception.core import postprocess as post
 
 
 def test_depth_invalid_is_nan_and_scale_is_fixed():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from dense_perception.models import MODEL_SPECS
-from dense_perception.preprocess import (PIXEL_FORMATS, Preprocessor, pixel_format,
+from dense_perception.core.models import MODEL_SPECS
+from dense_perception.core.preprocess import (PIXEL_FORMATS, Preprocessor, pixel_format,
                                          reference_preprocess, to_rgb8)
 
 

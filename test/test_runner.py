@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from dense_perception.runner import (CompiledModelRunner, InterpreterRunner, ModelLoadError,
+from dense_perception.core.runner import (CompiledModelRunner, InterpreterRunner, ModelLoadError,
                                      litert_version, open_runner)
 
 LITERT_2 = not litert_version().startswith("1.")

@@ -21,7 +21,7 @@ def node_env():
 
 
 def start_node(*ros_args, script=None):
-    cmd = [sys.executable] + (script if script else ["-m", "dense_perception.node"])
+    cmd = [sys.executable] + (script if script else ["-m", "dense_perception.ros.node"])
     return subprocess.Popen(cmd + ["--ros-args", *ros_args], env=node_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -73,10 +73,10 @@ def test_signal_stops_node_mid_inference(sig):
     import rclpy
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import Image
-    from dense_perception.messages import array_to_image
+    from dense_perception.ros.messages import array_to_image
     from std_msgs.msg import Header
 
-    slow = [str(REPO / "test" / "slow_node.py"), "60"]  # a 60 s inference
+    slow = [str(REPO / "tools" / "slow_node.py"), "60"]  # a 60 s inference
     proc = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=slow)
     context = rclpy.Context()
     rclpy.init(context=context)

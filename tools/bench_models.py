@@ -24,7 +24,7 @@ torch and litert-torch live in a separate environment, so this module imports th
 inside functions and stays importable without them::
 
     make bench     # sets up .venv-bench (requirements-torch*.txt), builds, then measures
-    .venv-bench/bin/python -m dense_perception.bench_models --out .cache/bench_models
+    .venv-bench/bin/python -m tools.bench_models --out .cache/bench_models
 """
 
 from __future__ import annotations
@@ -381,7 +381,7 @@ def _finish(model: "nn.Module") -> "nn.Module":
 def build_da3_class() -> "nn.Module":
     """DA3-Small itself (the official architecture from the depth-anything-3 package, random
     weights) as ``export-da3 --gpu-clean`` builds it at 504x896: the graph of the real file."""
-    from .export_da3 import build_export_model
+    from dense_perception.export.export_da3 import build_export_model
 
     height, width = DA3_INPUT[2:]
     return build_export_model(width, height, seed=SEED, gpu_clean=True)[0]

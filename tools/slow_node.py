@@ -1,6 +1,6 @@
 """The real node with each inference padded to at least SECONDS (a slow model stand-in).
 
-    python test/slow_node.py SECONDS --ros-args -p model_path:=...
+    python tools/slow_node.py SECONDS --ros-args -p model_path:=...
 
 Prints INFERENCE_STARTED on stdout as each inference begins. Used by the shutdown tests
 (mid-inference signals) and by ``make soak`` (a ~1 s model).
@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dense_perception import node  # noqa: E402
+from dense_perception.ros import node  # noqa: E402
 
 
 class PaddedRunner:

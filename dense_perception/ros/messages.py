@@ -1,6 +1,6 @@
 """rclpy messages from numpy products (no cv_bridge, no sensor_msgs_py).
 
-The layouts live in :mod:`dense_perception.conversions` (ROS-free, also used to read messages);
+The layouts live in :mod:`dense_perception.core.conversions` (ROS-free, also used to read messages);
 this module only builds rclpy message objects from them.
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 from std_msgs.msg import Header, String
 
-from .conversions import camera_info_fields, cloud_fields, image_fields
-from .intrinsics import Intrinsics
+from ..core.conversions import camera_info_fields, cloud_fields, image_fields
+from ..core.intrinsics import Intrinsics
 
 # rclpy message classes by the type names of conversions.OUTPUTS.
 MESSAGE_CLASSES: dict[str, type] = {

@@ -25,10 +25,10 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from . import postprocess as post
-from .conversions import (IMAGE_OUTPUTS, OUTPUTS, BadImageError, camera_info_fields,
+from ..core import postprocess as post
+from ..core.conversions import (IMAGE_OUTPUTS, OUTPUTS, BadImageError, camera_info_fields,
                           cloud_fields, compressed_to_array, image_fields, image_to_array)
-from .intrinsics import Intrinsics
+from ..core.intrinsics import Intrinsics
 
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"

@@ -2,7 +2,7 @@
 
 Every figure is measured in one run on this machine, with the same thread count, so the
 ratios between them mean something even on a noisy machine. Writes ``bench_out/results.json``
-and prints a table. The models come from ``dense_perception.bench_models`` (built with torch in
+and prints a table. The models come from ``tools.bench_models`` (built with torch in
 ``.venv-bench``, random weights, fp16 like the real files).
 """
 
@@ -21,12 +21,12 @@ from typing import Callable
 
 import numpy as np
 
-from .intrinsics import Intrinsics
-from .models import MODEL_SPECS
-from .pipeline import PipelineConfig, Request, load_pipeline
-from .pointcloud import depth_to_points, reference_points
-from .runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
-from .scene import make_sample_scene, scene_intrinsics
+from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.models import MODEL_SPECS
+from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pointcloud import depth_to_points, reference_points
+from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
+from tools.scene import make_sample_scene, scene_intrinsics
 
 FRAME_SIZE = (1280, 720)
 
@@ -147,7 +147,7 @@ def bench_pointcloud(runs: int) -> dict:
 
 LOAD_PROBE = """
 import sys, time
-from dense_perception.runner import InterpreterRunner, CompiledModelRunner
+from dense_perception.core.runner import InterpreterRunner, CompiledModelRunner
 path, mode, threads, cache = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 start = time.perf_counter()
 if mode == "interpreter":
@@ -186,10 +186,10 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
     in A/B rounds with a bare invoke in this process under the very same feed (the node idle:
     lazy, nobody watches its outputs). The feed itself costs CPU on a small machine; comparing
     under the same feed leaves only what the node adds."""
-    from .loadgen import run_stream
+    from tools.loadgen import run_stream
     runner = InterpreterRunner(model_path, threads)
     runner.run()
-    cmd = [sys.executable, "-m", "dense_perception.node", "--ros-args",
+    cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
            "-p", f"model_path:={model_path}", "-p", "backend:=cpu",
            "-p", f"num_threads:={threads}"]
     first = run_stream(cmd, fps=30.0, seconds=seconds, subscribe_all=True,

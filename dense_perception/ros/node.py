@@ -1,6 +1,6 @@
 """The ROS 2 node: camera topics in; depth, normals, segmentation, points and diagnostics out.
 
-A thin layer over :class:`~dense_perception.pipeline.DensePipeline`. The subscription callback
+A thin layer over :class:`~dense_perception.core.pipeline.DensePipeline`. The subscription callback
 only drops the message into a one-slot buffer (newest wins); a worker thread converts, runs the
 model and publishes, so a 1-4 s model never builds a backlog behind a 30 fps camera.
 """
@@ -31,17 +31,17 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
-from . import postprocess as post
+from ..core import postprocess as post
 from .diagnostics import FrameStats, build_diagnostics
-from .frame_slot import FrameSlot
-from .conversions import (IMAGE_OUTPUTS, OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, BadImageError,
+from ..core.frame_slot import FrameSlot
+from ..core.conversions import (IMAGE_OUTPUTS, OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, BadImageError,
                           camera_info_to_intrinsics, compressed_to_array, image_to_array)
 from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info, points_to_cloud
-from .models import ModelSignatureError
-from .parameters import PARAMS, PARAMS_BY_NAME
-from .pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
-from .runner import ModelLoadError, resolve_model_path
-from .timing import RateMeter
+from ..core.models import ModelSignatureError
+from ..core.parameters import PARAMS, PARAMS_BY_NAME
+from ..core.pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
+from ..core.runner import ModelLoadError, resolve_model_path
+from ..core.timing import RateMeter
 
 NODE_NAME = "dense_perception"
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)

@@ -1,6 +1,6 @@
 """End-to-end demo: run the real node on a sample scene and save everything it publishes.
 
-``python -m dense_perception.demo [--model PATH] [--out demo_out] [--frames 3]``
+``python -m tools.demo [--model PATH] [--out demo_out] [--frames 3]``
 
 For each bundled test model (or only ``--model``), the node runs as its own process in the
 ``/demo`` namespace; this process plays a generated 1280x720 scene with a matching CameraInfo at
@@ -34,14 +34,14 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header, String
 
-from . import postprocess as post
-from .conversions import (OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, cloud_to_points, image_msg_to_array,
+from dense_perception.core import postprocess as post
+from dense_perception.core.conversions import (OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, cloud_to_points, image_msg_to_array,
                           image_to_array)
-from .fileio import write_ply
-from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
-from .models import ModelSignatureError, ModelSpec, detect_model_spec
-from .runner import ModelLoadError, check_model_file, resolve_model_path
-from .scene import make_sample_scene, scene_intrinsics
+from dense_perception.offline.fileio import write_ply
+from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
+from dense_perception.core.models import ModelSignatureError, ModelSpec, detect_model_spec
+from dense_perception.core.runner import ModelLoadError, check_model_file, resolve_model_path
+from tools.scene import make_sample_scene, scene_intrinsics
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
 TEST_MODELS = ("test_da3_small.tflite", "test_tipsv2_b14_dpt.tflite")
@@ -187,7 +187,7 @@ def configure_dds() -> None:
 
 def start_node(model: Path, log_path: Path) -> subprocess.Popen:
     """Start the real node in NAMESPACE; its stdout and stderr go to ``log_path``."""
-    cmd = [sys.executable, "-m", "dense_perception.node", "--ros-args",
+    cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
            "-p", f"model_path:={model}", "-p", "backend:=auto", "-r", f"__ns:={NAMESPACE}"]
     with log_path.open("w") as log:
         return subprocess.Popen(cmd, env=dict(os.environ), stdout=log,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from .timing import StageStats
+from ..core.timing import StageStats
 
 ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERROR
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")

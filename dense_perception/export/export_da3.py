@@ -55,7 +55,7 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 EXIT_OK, EXIT_ERROR = 0, 2
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-bench"
 REQUIREMENTS = REPO / "requirements-torch.txt"
 REQUIREMENTS_NODEPS = REPO / "requirements-torch-nodeps.txt"
@@ -209,14 +209,14 @@ def ensure_torch_env() -> Path:
 
 
 def run_in_torch_env(argv: Sequence[str]) -> int:
-    """Run ``python -m dense_perception.export_da3 ARGV`` under ``.venv-bench``."""
+    """Run ``python -m dense_perception.export.export_da3 ARGV`` under ``.venv-bench``."""
     python = ensure_torch_env()
     # (a venv's python is a symlink to the base interpreter: compare prefixes, not executables)
     if Path(sys.prefix).resolve() == VENV.resolve() or os.environ.get("_DA3_EXPORT_REEXEC"):
         raise ExportError(f"{torch_env_problem()} even after installing {REQUIREMENTS.name}")
     env = dict(os.environ, _DA3_EXPORT_REEXEC="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    cmd = [str(python), "-m", "dense_perception.export_da3", *argv]
+    cmd = [str(python), "-m", "dense_perception.export.export_da3", *argv]
     print(f"{PROG}: torch is not in this interpreter; running in {VENV.name}: "
           + " ".join(cmd[1:]), flush=True)
     return subprocess.call(cmd, env=env)
@@ -1106,8 +1106,8 @@ def run_export_da3(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dense_perception.export_da3``."""
-    parser = argparse.ArgumentParser(prog="python -m dense_perception.export_da3",
+    """``python -m dense_perception.export.export_da3``."""
+    parser = argparse.ArgumentParser(prog="python -m dense_perception.export.export_da3",
                                      description=__doc__.split("\n\n")[0])
     add_export_da3_arguments(parser)
     return run_export_da3(parser.parse_args(argv))

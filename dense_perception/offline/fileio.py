@@ -27,8 +27,8 @@ from typing import Any, Iterator
 import cv2
 import numpy as np
 
-from . import postprocess as post
-from .timing import StageStats
+from ..core import postprocess as post
+from ..core.timing import StageStats
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm",
                   ".pnm", ".jp2")

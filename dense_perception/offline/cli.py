@@ -35,16 +35,16 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from . import __version__
-from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from .intrinsics import Intrinsics
-from .models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
+from .. import __version__
+from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
+from ..core.intrinsics import Intrinsics
+from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
     format_signature
-from .parameters import PARAMS_BY_NAME
-from .pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
-from .runner import (BACKENDS, ModelLoadError, check_model_file, litert_version, open_runner,
+from ..core.parameters import PARAMS_BY_NAME
+from ..core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from ..core.runner import (BACKENDS, ModelLoadError, check_model_file, litert_version, open_runner,
                      resolve_model_path)
-from .timing import StageTimer
+from ..core.timing import StageTimer
 
 PROG = "dense-perception"
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show what LiteRT prints while loading")
     i.set_defaults(func=cmd_info)
 
-    from .export_da3 import add_export_da3_parser  # torch is imported only when it runs
+    from ..export.export_da3 import add_export_da3_parser  # torch is imported only when it runs
     add_export_da3_parser(sub)
     return parser
 
@@ -328,7 +328,8 @@ def cmd_process(args: argparse.Namespace,
 
 
 def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None) -> int:
-    from . import bagio, fileio
+    from . import bagio
+    from . import fileio
 
     config = PipelineConfig(
         fit=args.fit, output_resolution=args.output_resolution,
@@ -501,7 +502,7 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
 def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
                 timer: StageTimer) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
-    from .conversions import BadImageError, camera_info_to_intrinsics
+    from ..core.conversions import BadImageError, camera_info_to_intrinsics
     image_ids = {c.id for c in image_conns}
     copy_ids = {c.id for c in copy_conns}
     wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())

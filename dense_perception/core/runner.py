@@ -134,7 +134,7 @@ def resolve_model_path(model_path: str) -> str:
     package's share/dense_perception/models/ (colcon) or the source tree's models/ folder."""
     if not model_path or Path(model_path).is_absolute() or Path(model_path).exists():
         return model_path
-    candidates = [Path(__file__).resolve().parents[1] / "models" / model_path]
+    candidates = [Path(__file__).resolve().parents[2] / "models" / model_path]
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.insert(0, Path(get_package_share_directory("dense_perception")) / "models"

@@ -17,7 +17,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from dense_perception.loadgen import run_stream  # noqa: E402
+from tools.loadgen import run_stream  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -26,7 +26,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(REPO / "soak_out"))
     args = parser.parse_args()
     model = REPO / "models" / "test_tipsv2_b14_dpt.tflite"
-    cmd = [sys.executable, str(REPO / "test" / "slow_node.py"), str(args.inference_s),
+    cmd = [sys.executable, str(REPO / "tools" / "slow_node.py"), str(args.inference_s),
            "--ros-args",
            "-p", f"model_path:={model}", "-p", "backend:=cpu"]
     result = run_stream(cmd, fps=30.0, seconds=args.seconds)
