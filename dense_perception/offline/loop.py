@@ -1,0 +1,351 @@
+"""The frame loop of ``dense-perception process``: input events in, finished frames out.
+
+Every frame goes through :class:`DensePipeline` (``infer`` then ``finish``), the node's code
+path; finishing and writing frame N overlaps the inference of frame N+1, as in the node. A
+target (a folder of files or a new bag) takes the finished frames and, when closed, writes
+``summary.json``. Ctrl-C stops after the frames in flight and leaves the output closed and valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+from ..core.intrinsics import Intrinsics
+from ..core.pipeline import DensePipeline, Request
+from . import console
+from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,
+                      is_user_error, warn)
+
+
+@dataclass
+class Frame:
+    """One input frame (``image`` None when it cannot be used; ``problem`` says why)."""
+
+    index: int
+    stem: str
+    image: np.ndarray | None
+    encoding: str = "bgr8"
+    problem: str = ""
+    header: Any = None          # bag input: the image message's header (outputs carry it)
+    log_time: int = 0           # bag input: the image message's log time (ns)
+    camera_info: Any = None     # bag input: the CameraInfo used
+    camera_info_note: str = ""
+    intrinsics: Intrinsics | None = None
+
+
+@dataclass
+class Copy:
+    """An input bag message to copy unchanged into the output bag."""
+
+    conn: Any
+    log_time: int
+    data: bytes
+
+
+@dataclass
+class RunStats:
+    frames: int = 0
+    rejected: int = 0
+    guessed_intrinsics: int = 0
+    intrinsics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reject_reasons: dict[str, int] = field(default_factory=dict)
+
+
+
+# ---- targets: where finished frames go --------------------------------------------------------
+class Target:
+    """Where finished frames go."""
+
+    def frame(self, frame: Frame, products: Any) -> None: ...
+    def copy(self, item: Copy) -> None: ...
+    def close(self, summary: dict[str, Any]) -> None: ...
+
+
+class FolderTarget(Target):
+    def __init__(self, sink: Any, summary: dict[str, Any]) -> None:
+        self.sink = sink
+
+    def frame(self, frame: Frame, products: Any) -> None:
+        self.sink.write(frame.stem, products)
+
+    def close(self, summary: dict[str, Any]) -> None:
+        from .fileio import write_json
+        summary["files"] = dict(self.sink.counts)
+        write_json(self.sink.root / "summary.json", summary)
+
+
+class BagTarget(Target):
+    sink: Any  # bagio.BagSink, set once the copied connections are in
+
+    def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:
+        self.out = out
+        self._copy: dict[int, Any] = {}
+        skipped = []
+        for conn in copy_conns:
+            made = out.copy_connection(conn)
+            if made is None:
+                skipped.append(conn.topic)
+            else:
+                self._copy[conn.id] = made
+        if skipped:
+            warn(f"not copied (no message definition in the bag): {', '.join(sorted(skipped))}")
+        summary["not_copied"] = sorted(skipped)
+
+    def frame(self, frame: Frame, products: Any) -> None:
+        self.sink.write(products, frame.header, frame.log_time, frame.camera_info)
+
+    def copy(self, item: Copy) -> None:
+        conn = self._copy.get(item.conn.id)
+        if conn is not None:
+            self.out.write_raw(conn, item.log_time, item.data)
+
+    def close(self, summary: dict[str, Any]) -> None:
+        from .fileio import write_json
+        try:
+            self.out.close()
+        finally:
+            summary["messages"] = dict(sorted(self.out.counts.items()))
+            write_json(self.out.path / "summary.json", summary)
+
+
+# ---- the loop -----------------------------------------------------------------------------------
+class _Overlap:
+    """Inference on a worker thread, everything else (reading, finishing, writing) on this one,
+    so the next frame's inference overlaps finishing and writing this one, as in the node.
+    (The writers are not thread-safe, and sqlite3 insists on its creating thread.)
+
+    Items keep their input order: copied messages and frames are written in the order read.
+    At most two frames are in flight (one inferring, one waiting).
+    """
+
+    def __init__(self, pipeline: DensePipeline, request: Request,
+                 write_copy: Callable[[Copy], None],
+                 write_frame: Callable[[Frame, Any], None],
+                 reject: Callable[[Frame, str], None]) -> None:
+        self._pipeline, self._request = pipeline, request
+        self._write_copy, self._write_frame, self._reject = write_copy, write_frame, reject
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense-perception-infer")
+        self._pending: deque[tuple[Any, Any]] = deque()
+        self._in_flight = 0
+
+    def add_copy(self, item: Copy) -> None:
+        if self._pending:
+            self._pending.append((item, None))
+        else:
+            self._write_copy(item)
+
+    def add_frame(self, frame: Frame) -> None:
+        future = self._pool.submit(self._pipeline.infer, frame.image, frame.encoding,
+                                   self._request)
+        self._pending.append((frame, future))
+        self._in_flight += 1
+        self._drain(keep_frames=1)
+
+    def _drain(self, keep_frames: int) -> None:
+        """Write items from the head until only ``keep_frames`` frames are in flight."""
+        while self._pending:
+            item, future = self._pending[0]
+            if future is not None:
+                if self._in_flight <= keep_frames:
+                    return
+                try:
+                    raw = future.result()
+                except ValueError as exc:  # a frame that does not match its encoding
+                    self._pending.popleft()
+                    self._in_flight -= 1
+                    self._reject(item, str(exc))
+                    continue
+                self._pending.popleft()
+                self._in_flight -= 1
+                self._write_frame(item, raw)
+            else:
+                self._pending.popleft()
+                self._write_copy(item)
+
+    def finish(self) -> None:
+        """Write everything still pending (frames whose inference was started)."""
+        try:
+            self._drain(keep_frames=0)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Copy],
+               target: Target, total: int | None, max_frames: int,
+               after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
+               progress: Callable[[int], None] | None = None, quiet: bool = False) -> int:
+    """Run every event through the pipeline into ``target``, close it (writing summary.json
+    from ``summary``) and return the exit status.
+
+    ``progress(n)`` (many inputs) is told of every frame instead of this run's own bar;
+    ``quiet`` leaves the closing line and error to the caller (they are in ``summary``).
+    """
+    from tqdm import tqdm
+
+    from .fileio import timing_summary
+    stats = RunStats()
+    timer = pipeline.timer
+    bar = tqdm(total=total, unit="frame", dynamic_ncols=True,
+               disable=progress is not None or not interactive(), file=sys.stderr, smoothing=0.1)
+    if progress is not None:
+        bar.update = progress  # type: ignore[method-assign]
+
+    def write_frame(frame: Frame, raw: Any) -> None:
+        products = pipeline.finish(raw, frame.intrinsics)
+        with timer.stage("write"):
+            target.frame(frame, products)
+        _record_intrinsics(stats, frame, products)
+        stats.frames += 1
+        bar.update(1)
+
+    def reject(frame: Frame, reason: str) -> None:
+        stats.rejected += 1
+        if reason not in stats.reject_reasons:
+            warn(f"frame {frame.index} skipped: {reason}")
+        stats.reject_reasons[reason] = stats.reject_reasons.get(reason, 0) + 1
+        bar.update(1)
+
+    overlap = _Overlap(pipeline, request, target.copy, write_frame, reject)
+    stop = _StopOnSigint()
+    started = time.monotonic()
+    interrupted, error = False, None
+    submitted = 0
+    iterator = iter(events)
+    try:
+        with stop:
+            while not (max_frames and submitted >= max_frames) and not stop.requested:
+                event = next(iterator, None)
+                if event is None:
+                    break
+                if isinstance(event, Copy):
+                    overlap.add_copy(event)
+                elif event.image is None:
+                    reject(event, event.problem)
+                else:
+                    overlap.add_frame(event)
+                    submitted += 1
+                    if after_frame is not None:
+                        after_frame(submitted)
+            # Frames already handed to inference are finished and written, also after Ctrl-C.
+            overlap.finish()
+    except KeyboardInterrupt:  # a second Ctrl-C (or a test's hook): stop at once
+        interrupted = True
+        with contextlib.suppress(BaseException):
+            overlap.close()
+    except Exception as exc:  # noqa: BLE001 - e.g. a bag damaged half-way: keep what was done
+        error = exc
+    finally:
+        previous = _ignore_sigint()
+        try:
+            bar.close()
+            elapsed = time.monotonic() - started
+            summary.update(
+                frames=stats.frames, rejected=stats.rejected,
+                reject_reasons=stats.reject_reasons, total=total,
+                interrupted=interrupted or stop.requested,
+                error=None if error is None else describe(error),
+                seconds=round(elapsed, 3),
+                fps=round(stats.frames / elapsed, 3) if elapsed > 0 else None,
+                timing_ms=timing_summary(timer.stats()),
+                intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics)
+            target.close(summary)
+        finally:
+            _restore_sigint(previous)
+        _close_events(iterator)
+    interrupted = interrupted or stop.requested
+    out = summary["output"]
+    if quiet:
+        if error is not None and not is_user_error(error):
+            raise error
+        return EXIT_INTERRUPTED if interrupted else EXIT_ERROR if error is not None or (
+            stats.frames == 0 and stats.rejected) else EXIT_OK
+    if interrupted:
+        print(f"{PROG}: interrupted after {stats.frames} frames; {out} is closed and holds "
+              f"them", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if error is not None:
+        if is_user_error(error):
+            console.error(f"{describe(error)} ({stats.frames} frames done are in {out})")
+            return EXIT_ERROR
+        raise error
+    if stats.frames == 0 and stats.rejected:
+        console.error(f"no frame could be used: {next(iter(stats.reject_reasons))}")
+        return EXIT_ERROR
+    fps = summary["fps"] or 0.0
+    extra = f", {stats.rejected} skipped" if stats.rejected else ""
+    print(f"{PROG}: {stats.frames} frames{extra} in {summary['seconds']:.1f} s "
+          f"({fps:.2f} fps) -> {out}", flush=True)
+    return EXIT_OK
+
+
+def _close_events(iterator: Iterator[Any]) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()
+
+
+class _StopOnSigint:
+    """The first Ctrl-C asks the loop to stop after the frames in flight; a second one raises
+    KeyboardInterrupt at once (the output is still closed, its last frame maybe incomplete)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> "_StopOnSigint":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        warn("stopping after the frames in flight (Ctrl-C again to stop at once)")
+
+
+def _ignore_sigint() -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _restore_sigint(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _record_intrinsics(stats: RunStats, frame: Frame, products: Any) -> None:
+    if products.intrinsics_guessed:
+        stats.guessed_intrinsics += 1
+    image = frame.image
+    key = f"{image.shape[1]}x{image.shape[0]}"
+    if key not in stats.intrinsics and products.intrinsics is not None:
+        k = products.intrinsics
+        stats.intrinsics[key] = {
+            "published": {"fx": k.fx, "fy": k.fy, "cx": k.cx, "cy": k.cy, "width": k.width,
+                          "height": k.height},
+            "guessed": products.intrinsics_guessed,
+            "note": products.intrinsics_note or frame.camera_info_note}
+        if products.intrinsics_guessed and frame.camera_info is not None:
+            warn(products.intrinsics_note)
+
+

@@ -1,0 +1,322 @@
+"""``dense-perception process`` on one input: open it, run the model over it, write its output.
+
+INPUT is an image file, a folder of images, a video (anything OpenCV reads) or a ROS 2 bag
+(rosbag2 folder with MCAP or sqlite3 storage, or a bare .mcap / .db3 file). Images and videos
+give a folder of files (see ``fileio``); a bag gives a new bag with the input topics plus the
+node's output topics (see ``bagio``). The frames go through ``loop.run_frames``.
+
+A :class:`ModelSession` holds the model and options; :func:`process_input` runs it over one
+input. One input: ``cmd_process`` does both. Many inputs (``fleet``): one session per worker,
+loaded once, and ``process_input`` per input, in this process or in a Ray actor.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..core.models import ModelSpec, detect_model_spec
+from ..core.native_log import quiet_native_stderr, with_gpu_reason
+from ..core.pipeline import DensePipeline, PipelineConfig, load_pipeline
+from ..core.products import OUTPUT_GROUPS, available_groups, request_for
+from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
+from ..core.timing import StageTimer
+from .console import PROG, CliError, warn
+from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
+
+GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
+COPY_MODES = ("all", "camera", "none")
+TIMER_WINDOW = 1_000_000  # keep every frame's stage times: summary.json covers the whole run
+
+
+def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
+    """(groups, output keys) for ``--outputs`` on this model; CliError when it cannot give one."""
+    available = available_groups(spec)
+    if text.strip() in ("", "all"):
+        groups = available
+    else:
+        groups = []
+        for part in (p.strip().lower() for p in text.split(",") if p.strip()):
+            name = GROUP_ALIASES.get(part, part)
+            if name not in OUTPUT_GROUPS:
+                raise CliError(f"--outputs: '{part}' is unknown; use a comma-separated subset of "
+                               f"{', '.join(OUTPUT_GROUPS)}")
+            if name not in available:
+                raise CliError(f"--outputs: {spec.display_name} has no {name} output; it "
+                               f"gives: {', '.join(available)}")
+            if name not in groups:
+                groups.append(name)
+    keys = [k for g in groups for k in OUTPUT_GROUPS[g].products]
+    return groups, keys
+
+
+# ---- inputs -------------------------------------------------------------------------------------
+def input_kind(path: Path) -> str:
+    from .bagio import is_bag
+    from .fileio import InputError, is_image_file
+    if not path.exists():
+        raise InputError(f"input '{path}' does not exist")
+    if is_bag(path):
+        return "bag"
+    if path.is_dir():
+        return "images"
+    return "image" if is_image_file(path) else "video"
+
+
+def default_out(path: Path) -> Path:
+    name = path.name if path.is_dir() else path.stem
+    return path.resolve().parent / f"{name}_dense"
+
+
+def cmd_process(args: argparse.Namespace,
+                after_frame: Callable[[int], None] | None = None,
+                watch: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """One input (as always), or many (see ``fleet``) when given several, a glob or a list."""
+    from .bagio import BagError
+    from .fileio import InputError
+    try:
+        if len(args.input) != 1:
+            raise CliError("give one input")
+        session = ModelSession(args)
+        in_path = Path(args.input[0])
+        out_path = Path(args.out) if args.out else default_out(in_path)
+        code, _ = process_input(session, in_path, out_path, after_frame=after_frame)
+        return code
+    except (BagError, InputError) as exc:
+        raise CliError(str(exc)) from None
+
+
+class ModelSession:
+    """The model and the options of a ``process`` run; the model is loaded once, on first use.
+
+    Creating one checks the options and the model file (a missing or unsupported model fails
+    before any input is opened); :meth:`pipeline` loads it.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.config = PipelineConfig(
+            fit=args.fit, output_resolution=args.output_resolution,
+            relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
+            points_stride=args.points_stride, points_organized=args.points_organized,
+            fallback_hfov_deg=args.fallback_hfov)
+        problem = self.config.problem()
+        if problem:
+            raise CliError(problem)
+        if args.max_frames < 0:
+            raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
+        self.model_path = resolve_model_path(args.model)
+        signature = check_model_file(self.model_path)
+        self.spec: ModelSpec = detect_model_spec(
+            signature.input_shapes, signature.output_shapes, args.model_type,
+            source=f"model file '{self.model_path}'")
+        self.groups, self.keys = parse_outputs(args.outputs, self.spec)
+        self.request = request_for(self.keys, points_rgb=not args.no_points_rgb)
+        self.fallback = ""  # why the GPU was not used (backend auto), once loaded
+        self._pipeline: DensePipeline | None = None
+
+    def pipeline(self) -> DensePipeline:
+        """The loaded pipeline (LiteRT's native log captured unless --verbose)."""
+        if self._pipeline is not None:
+            return self._pipeline
+        args = self.args
+        notes: list[str] = []
+        failure = None
+        with quiet_native_stderr(not args.verbose) as native:
+            try:
+                pipeline = load_pipeline(self.model_path, args.model_type, args.backend,
+                                         args.threads, self.config, log=notes.append)
+            except ModelLoadError as exc:
+                failure = str(exc)
+        if failure is not None:
+            raise ModelLoadError(with_gpu_reason(failure, native) if args.backend == "gpu"
+                                 and not args.verbose else failure)
+        fallback = getattr(pipeline.runner, "fallback_note", "") or next(
+            (n for n in notes if n.startswith("GPU unavailable")), "")
+        if fallback and not args.verbose:
+            fallback = with_gpu_reason(fallback, native)
+        self.fallback, self._pipeline = fallback, pipeline
+        return pipeline
+
+
+def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
+                  after_frame: Callable[[int], None] | None = None,
+                  progress: Callable[[int], None] | None = None, quiet: bool = False,
+                  final_out: Path | None = None, extra_summary: dict[str, Any] | None = None
+                  ) -> tuple[int, dict[str, Any]]:
+    """Run ``session`` over one input into ``out_path``: (exit status, summary).
+
+    ``final_out``: where the output will be renamed to once complete (the summary names it);
+    ``extra_summary``: more summary.json fields; ``progress``/``quiet``: see ``run_frames``.
+    Errors before the first frame (a missing input, a wrong topic, ...) raise.
+    """
+    from . import bagio
+    from . import fileio
+    args, spec, keys = session.args, session.spec, session.keys
+    kind = input_kind(in_path)
+    if out_path.resolve() == in_path.resolve():
+        raise CliError(f"output '{out_path}' is the input; choose another --out")
+    fileio.check_new_output(out_path)
+    timer = StageTimer(window=TIMER_WINDOW)
+    summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
+                               "output": str(final_out or out_path)}
+    summary.update(extra_summary or {})
+
+    cleanup: list[Callable[[], None]] = []
+    try:
+        # ---- open the input (errors here leave nothing behind) ----
+        if kind == "bag":
+            bag = bagio.BagInput(in_path)
+            cleanup.append(bag.close)
+            image_conns = bag.image_connections(args.topic)
+            image_topic = image_conns[0].topic
+            info_conns, info_note = bag.camera_info_connections(args.camera_info_topic,
+                                                                image_topic)
+            namespace = args.out_namespace if args.out_namespace is not None \
+                else bagio.namespace_of(image_topic)
+            out_topics = {k: v for k, v in bagio.output_topic_names(namespace).items()
+                          if k in keys}
+            copy_conns = _copy_connections(bag, args.copy, image_conns, info_conns)
+            clash = sorted({c.topic for c in copy_conns} & set(out_topics.values()))
+            if clash:
+                raise CliError(f"output topic {clash[0]} is already in the input bag; choose "
+                               f"another --out-namespace or --copy camera/none")
+            total = sum(int(c.msgcount) for c in image_conns)
+            with timer.stage("camera_info_index"):
+                info_index = bagio.CameraInfoIndex(bag, info_conns)
+            if session.request.points and not info_index.count:
+                warn(f"no CameraInfo for {image_topic} (camera info topic: {info_note}); points "
+                     f"use a {args.fallback_hfov:g} deg pinhole guess (--camera-info-topic)")
+            events = _bag_events(bag, image_conns, copy_conns, info_index, timer)
+            summary.update(topic=image_topic, camera_info_topic=info_note,
+                           camera_infos=info_index.count, output_topics=out_topics,
+                           bag_format=args.bag_format, copy=args.copy)
+            source_desc = f"{total} frames of {image_topic}"
+        elif kind == "video":
+            video = fileio.VideoInput(in_path)
+            cleanup.append(video.close)
+            total = video.frame_count
+            events = _video_events(video, timer)
+            summary.update(video_fps=video.fps)
+            source_desc = f"{total or '?'} video frames"
+        else:
+            paths = [in_path] if kind == "image" else fileio.list_images(in_path)
+            if not paths:
+                bags = sorted(p.name for p in in_path.iterdir()
+                              if p.suffix.lower() in bagio.BAG_SUFFIXES)
+                hint = (f"; for a bag without metadata.yaml pass the file itself, e.g. "
+                        f"{in_path / bags[0]}") if bags else ""
+                raise CliError(f"folder '{in_path}' has no image files "
+                               f"({', '.join(fileio.IMAGE_SUFFIXES)}){hint}")
+            if kind == "image":
+                fileio.read_image(in_path)  # an unreadable single image is an error
+            total = len(paths)
+            events = _image_events(paths, timer)
+            source_desc = f"{total} image{'s' if total != 1 else ''}"
+        if args.max_frames and total:
+            total = min(total, args.max_frames)
+
+        # ---- the model (loaded once per session) ----
+        pipeline = session.pipeline()
+        pipeline.timer = timer
+        runner, fallback = pipeline.runner, session.fallback
+        summary.update(
+            model={"path": session.model_path, "kind": spec.kind, "name": spec.display_name,
+                   "metric_depth": spec.metric_depth},
+            backend=runner.description, backend_note=fallback,
+            litert=litert_version(), outputs=session.groups,
+            config=dict(vars(session.config)),
+            depth_format=args.depth_format)
+
+        # ---- the output ----
+        if kind == "bag":
+            bag_out = bagio.BagOutput(out_path, args.bag_format)
+            try:  # the input topics first, then the outputs (the order tools list them in)
+                target: Target = BagTarget(bag_out, copy_conns, summary)
+                target.sink = bagio.BagSink(
+                    bag_out, namespace, keys,
+                    depth_encoding="16UC1" if args.depth_format == "png16" else "32FC1")
+            except BaseException:
+                bag_out.close()
+                raise
+        else:
+            target = FolderTarget(fileio.FolderSink(out_path, keys, args.depth_format),
+                                   summary)
+        if not quiet:
+            print(f"{PROG}: {spec.display_name} on {runner.description}"
+                  f"{' (GPU unavailable)' if fallback else ''}: {source_desc} -> {out_path}",
+                  flush=True)
+        code = run_frames(pipeline, session.request, events, target, total, args.max_frames,
+                          after_frame, summary, progress=progress, quiet=quiet)
+        return code, summary
+    finally:
+        for close in reversed(cleanup):
+            close()
+
+
+
+def _copy_connections(bag: Any, mode: str, image_conns: list[Any], info_conns: list[Any]
+                      ) -> list[Any]:
+    if mode == "none":
+        return []
+    if mode == "camera":
+        return list(image_conns) + list(info_conns)
+    return list(bag.connections)
+
+
+def _image_events(paths: list[Path], timer: StageTimer) -> Iterator[Frame]:
+    from .fileio import InputError, read_image
+    stems = [p.stem for p in paths]
+    dupes = {s for s in stems if stems.count(s) > 1}
+    for index, path in enumerate(paths):
+        stem = path.name.replace(".", "_") if path.stem in dupes else path.stem
+        try:
+            with timer.stage("read"):
+                image = read_image(path)
+        except InputError as exc:
+            yield Frame(index, stem, None, problem=str(exc))
+            continue
+        yield Frame(index, stem, image)
+
+
+def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
+    frames = video.frames()
+    index = 0
+    while True:
+        with timer.stage("read"):
+            image = next(frames, None)
+        if image is None:
+            return
+        yield Frame(index, f"frame_{index:06d}", image)
+        index += 1
+
+
+def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
+                timer: StageTimer) -> Iterator[Frame | Copy]:
+    from .bagio import message_to_frame
+    from ..core.conversions import BadImageError, camera_info_to_intrinsics
+    image_ids = {c.id for c in image_conns}
+    copy_ids = {c.id for c in copy_conns}
+    wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
+    index = 0
+    for conn, log_time, data in bag.messages(wanted):
+        if conn.id in copy_ids:
+            yield Copy(conn, log_time, data)
+        if conn.id not in image_ids:
+            continue
+        stem = f"{index:06d}"
+        try:
+            with timer.stage("read"):
+                msg = bag.decode(conn, data)
+                image, encoding = message_to_frame(conn.msgtype, msg)
+                info, note = info_index.lookup(msg.header)
+        except BadImageError as exc:
+            yield Frame(index, stem, None, problem=str(exc), log_time=log_time)
+        else:
+            yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
+                        camera_info=info, camera_info_note=note,
+                        intrinsics=None if info is None else camera_info_to_intrinsics(info))
+        index += 1
+
+
