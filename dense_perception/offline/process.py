@@ -75,9 +75,12 @@ def cmd_process(args: argparse.Namespace,
     """One input (as always), or many (see ``fleet``) when given several, a glob or a list."""
     from .bagio import BagError
     from .fileio import InputError
+    from .fleet import is_fleet, run_fleet
     try:
-        if len(args.input) != 1:
-            raise CliError("give one input")
+        if not args.input and args.inputs_from is None:
+            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
+        if is_fleet(args):
+            return run_fleet(args, watch)
         session = ModelSession(args)
         in_path = Path(args.input[0])
         out_path = Path(args.out) if args.out else default_out(in_path)

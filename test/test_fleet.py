@@ -1,0 +1,121 @@
+"""``dense-perception process`` over many inputs in this process (no Ray): one output per input,
+identical message for message to processing each input alone; a damaged bag fails alone; the
+fleet summary lists every input; a second run skips what is finished; Ctrl-C leaves every
+finished output complete. The same over Ray: test_fleet_ray.py (make test-fleet)."""
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, TIPS_TEST_MODEL
+
+pytest.importorskip("rosbags")
+
+from bag_maker import raw_messages, write_fleet_bags, write_bag  # noqa: E402
+
+from dense_perception.offline import cli  # noqa: E402
+
+OPTIONS = ["--model", TIPS_TEST_MODEL, "--backend", "cpu", "--threads", "1",
+           "--outputs", "depth,seg"]
+
+
+def process(*argv, **kwargs):
+    return cli.main(["process"] + [str(a) for a in argv] + OPTIONS, **kwargs)
+
+
+def rows(out):
+    summary = json.loads((out / "fleet_summary.json").read_text())
+    with open(out / "fleet_summary.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert [r["input"] for r in table] == [r["input"] for r in summary["inputs"]]
+    return {r["input"].rsplit("/", 1)[-1]: r for r in summary["inputs"]}, table
+
+
+@pytest.mark.timeout(120)
+def test_many_bags_in_process_match_single_runs_and_resume(tmp_path, capsys):
+    bags = write_fleet_bags(tmp_path / "bags")
+    out = tmp_path / "out"
+    code = process(tmp_path / "bags" / "*", "--out", out)
+    assert code == 2  # one input failed
+    stdout = capsys.readouterr().out
+    by_name, table = rows(out)
+    assert set(by_name) == {"a", "b", "c.mcap", "d.mcap"} and len(table) == 4
+    assert by_name["d.mcap"]["status"] == "failed"
+    assert "cannot read bag" in by_name["d.mcap"]["error"] and "\n" not in by_name["d.mcap"]["error"]
+    assert "d.mcap: failed: cannot read bag" in stdout
+    for name, frames in bags["good"].items():
+        row = by_name[name]
+        assert row["status"] == "done" and row["frames"] == frames and row["retries"] == 0
+        alone = tmp_path / f"alone_{name}"
+        assert process(tmp_path / "bags" / name, "--out", alone) == 0
+        assert raw_messages(out / row["output"].rsplit("/", 1)[-1]) == raw_messages(alone)
+    assert sorted(p.name for p in out.iterdir()) == ["a", "b", "c", "fleet_summary.csv",
+                                                     "fleet_summary.json"]
+    capsys.readouterr()
+
+    # The same inputs from a list file: the finished ones are skipped, the damaged one retried.
+    listing = tmp_path / "bags" / "list.txt"
+    listing.write_text("# the fleet\na\nb  # sqlite3\nc.mcap\nd.mcap\n")
+    before = {n: (out / n / "summary.json").stat().st_mtime_ns for n in ("a", "b", "c")}
+    assert process("--inputs-from", listing, "--out", out) == 2
+    by_name, _ = rows(out)
+    assert [by_name[n]["status"] for n in ("a", "b", "c.mcap", "d.mcap")] == \
+        ["skipped", "skipped", "skipped", "failed"]
+    assert by_name["a"]["frames"] == bags["good"]["a"]
+    assert {n: (out / n / "summary.json").stat().st_mtime_ns for n in before} == before
+    # Other options are another job: the outputs are redone (depth only now).
+    assert cli.main([str(a) for a in ["process", "@" + str(listing), "--out", out, "--model",
+                                      TIPS_TEST_MODEL, "--backend", "cpu", "--outputs",
+                                      "depth"]]) == 2
+    by_name, _ = rows(out)
+    assert by_name["a"]["status"] == "done"
+    topics = {t for t, *_ in raw_messages(out / "a")}
+    assert "/cam/depth/image" in topics and "/cam/segmentation/labels" not in topics
+
+
+def test_fleet_option_errors(tmp_path, capsys):
+    write_bag(tmp_path / "a", "mcap", frames=1)
+    write_bag(tmp_path / "b", "mcap", frames=1)
+    for argv, needle in [([tmp_path / "a", tmp_path / "b"], "many inputs need --out DIR"),
+                         ([tmp_path / "a", tmp_path / "b", "--out", tmp_path / "o", "--workers",
+                           "2"], "--workers and --threads-per-worker need --ray"),
+                         ([tmp_path / "x*", "--out", tmp_path / "o"], "matches no file"),
+                         (["@" + str(tmp_path / "none.txt"), "--out", tmp_path / "o"],
+                          "cannot read the input list")]:
+        assert process(*argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], err
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
+    write_bag(tmp_path / "bags" / "a", "mcap", frames=2)
+    write_bag(tmp_path / "bags" / "b", "sqlite3", frames=2)
+    write_bag(tmp_path / "bags" / "c", "mcap", frames=400, extra=False)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dense_perception", "process", str(tmp_path / "bags" / "a"),
+         str(tmp_path / "bags" / "b"), str(tmp_path / "bags" / "c"), "--out", str(out),
+         *OPTIONS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / ".c.partial").exists():  # a and b are renamed into place before c starts
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    by_name, _ = rows(out)
+    assert by_name["a"]["status"] == "done" and by_name["b"]["status"] == "done"
+    assert by_name["c"]["status"] == "interrupted"
+    for name in ("a", "b"):
+        assert json.loads((out / name / "summary.json").read_text())["frames"] == 2
+    assert not (out / "c").exists()  # nothing that looks complete
+    partial = json.loads((out / ".c.partial" / "summary.json").read_text())
+    assert partial["interrupted"] is True and 0 < partial["frames"] < 400
