@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV14 := .venv-litert14
 VENV_TORCH := .venv-bench
+VENV_FLEET := .venv-fleet
 BENCH_MODELS := .cache/bench_models
 PY := $(VENV)/bin/python
 PY14 := $(VENV14)/bin/python
@@ -26,7 +27,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-export torch-env demo bench soak models clean
+.PHONY: setup test test-export test-fleet bench-fleet torch-env demo bench soak models clean
 
 setup: $(VENV)/.ready
 
@@ -75,6 +76,21 @@ bench: torch-env
 test-export: torch-env
 	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3.py
 
+# Many bags on Ray (process --ray): Ray lives in its own venv so that `make test` stays light.
+$(VENV_FLEET)/.ready: requirements.txt requirements-fleet.txt
+	@$(ENSURE_VENV)
+	@echo "setup: venv with Ray (requirements-fleet.txt) in $(VENV_FLEET)"
+	$(PYTHON) -m venv $(VENV_FLEET) && $(VENV_FLEET)/bin/pip install -q -r requirements.txt -r requirements-fleet.txt
+	@touch $@
+
+# A local 2-CPU Ray cluster over small bags (the same set without Ray runs in `make test`).
+test-fleet: $(VENV_FLEET)/.ready
+	$(VENV_FLEET)/bin/python -m pytest -q test/test_fleet_ray.py
+
+# Throughput with 1 and 2 Ray workers (1 thread each) on the same bags, paired rounds.
+bench-fleet: $(VENV_FLEET)/.ready
+	$(VENV_FLEET)/bin/python -m tools.bench_fleet
+
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.
 soak: setup
 	$(PY) tools/soak.py --seconds 60
@@ -83,4 +99,4 @@ demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
-	rm -rf $(VENV) $(VENV14) $(VENV_TORCH) .cache demo_out bench_out soak_out .pytest_cache
+	rm -rf $(VENV) $(VENV14) $(VENV_TORCH) $(VENV_FLEET) .cache demo_out bench_out soak_out .pytest_cache

@@ -25,6 +25,7 @@ setup(
     description="Dense depth, normals, segmentation and point clouds from a camera with LiteRT.",
     license="Apache-2.0",
     tests_require=["pytest"],
+    extras_require={"fleet": ["ray[client]==2.60.0"]},
     entry_points={
         "console_scripts": [
             f"dense_perception_node = {PACKAGE}.ros.node:main",

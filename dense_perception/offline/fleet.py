@@ -256,7 +256,7 @@ def run_fleet(args: argparse.Namespace,
         say(_row_line(row, len(rows), len(paths)))
 
     try:
-        if args.ray is not None:
+        if args.ray is not None and jobs:
             from .fleet_ray import run_on_ray
             meta = run_on_ray(args, jobs, bar.update, finished, watch)
         else:

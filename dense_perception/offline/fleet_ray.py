@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Callable
@@ -60,13 +61,16 @@ def _worker_class(ray: Any) -> Any:
     return FleetWorker
 
 
-def _connect(ray: Any, address: str) -> bool:
-    """Join or start Ray; True when this call started it (and must shut it down)."""
+def _connect(ray: Any, address: str, verbose: bool) -> bool:
+    """Join or start Ray; True when this call started it (and must shut it down). The
+    workers' own output (LiteRT's log, per-frame warnings) reaches this terminal only with
+    --verbose: their results, errors included, come back in the fleet summary."""
     if ray.is_initialized():
         return False
     import dense_perception
     package = Path(dense_perception.__file__).resolve().parent
-    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "include_dashboard": False}
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "include_dashboard": False,
+                              "log_to_driver": verbose}
     if address:
         # Ship this package's code with the job, so every node runs the driver's version.
         kwargs["runtime_env"] = {"py_modules": [str(package)]}
@@ -107,7 +111,7 @@ def run_on_ray(args: argparse.Namespace, jobs: list[dict[str, Any]],
     except ImportError:
         raise CliError("--ray needs Ray: pip install -r requirements-fleet.txt (or "
                        "pip install '.[fleet]')") from None
-    owned = _connect(ray, args.ray)
+    owned = _connect(ray, args.ray, args.verbose)
     actors: list[Any] = []
     try:
         threads = args.threads_per_worker
@@ -115,9 +119,15 @@ def run_on_ray(args: argparse.Namespace, jobs: list[dict[str, Any]],
         options = {k: v for k, v in vars(args).items() if k != "func"}
         options["threads"] = threads
         worker = _worker_class(ray).options(num_cpus=threads)
+        started = time.monotonic()
         actors = [worker.remote(options) for _ in range(n)]
+        try:  # every actor has loaded the model (a model that cannot load fails here, once)
+            ray.get([a.state.remote() for a in actors])
+        except RayActorError as exc:
+            raise CliError(f"the Ray workers could not start: {_cause(exc)}") from None
         meta = {"ray": args.ray or "local", "workers": n, "threads_per_worker": threads,
-                "cluster_cpus": int(ray.cluster_resources().get("CPU", 0))}
+                "cluster_cpus": int(ray.cluster_resources().get("CPU", 0)),
+                "workers_ready_seconds": round(time.monotonic() - started, 3)}
         queue = deque(sorted(jobs, key=lambda j: -j["frames"]))  # longest first
         free = list(range(n))
         busy: dict[Any, tuple[int, dict[str, Any]]] = {}  # task ref -> (actor, job)
@@ -186,3 +196,11 @@ def _first_line(exc: BaseException) -> str:
     from .bagio import one_line
     text = str(exc).strip().splitlines()
     return one_line(text[0] if text else type(exc).__name__)
+
+
+def _cause(exc: BaseException) -> str:
+    """The line of a Ray error that names the original exception (the last one that does)."""
+    from .bagio import one_line
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    named = [line for line in lines if "Error:" in line or "Exception:" in line]
+    return one_line((named or lines or [type(exc).__name__])[-1])

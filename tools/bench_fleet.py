@@ -1,0 +1,106 @@
+"""``make bench-fleet``: throughput of ``dense-perception process --ray`` with 1 and 2 workers.
+
+The same set of bags (the sample scene, 640x480 rgb8 with CameraInfo, MCAP) is processed with
+``--workers 1`` and ``--workers 2`` (1 thread each) on one local Ray instance, in paired
+rounds (1, 2, 1, 2, ...), every run from scratch (``--force``). Throughput = frames / wall time
+of the whole run as the fleet summary gives it (actor start and model load included; Ray's own
+start is not, it happens once before the rounds). Prints the medians and their ratio and writes
+``bench_out/fleet.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from dense_perception.offline import bagio, cli
+from tools.scene import make_sample_scene, scene_intrinsics
+
+MODEL = "models/test_tipsv2_b14_dpt.tflite"
+
+
+def write_bags(folder: Path, bags: int, frames: int) -> list[Path]:
+    """``bags`` MCAP bags of ``frames`` 640x480 frames of the sample scene with CameraInfo."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    ts = bagio.TYPESTORE
+    image = make_sample_scene(640, 480)[:, :, ::-1].copy()  # bgr -> rgb8
+    k = scene_intrinsics(640, 480)
+    paths = []
+    for b in range(bags):
+        path = folder / f"bag{b:02d}"
+        with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+            img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=ts)
+            info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=ts)
+            for i in range(frames):
+                t = 1_000_000_000 + i * 100_000_000
+                header = ts.types["std_msgs/msg/Header"](
+                    stamp=ts.types["builtin_interfaces/msg/Time"](sec=t // 10**9,
+                                                                  nanosec=t % 10**9),
+                    frame_id="cam_optical")
+                w.write(img, t, ts.serialize_cdr(bagio.array_to_image(image, "rgb8", header),
+                                                 bagio.IMAGE))
+                w.write(info, t, ts.serialize_cdr(bagio.intrinsics_to_camera_info(k, header),
+                                                  bagio.CAMERA_INFO))
+        paths.append(path)
+    return paths
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bags", type=int, default=8)
+    parser.add_argument("--frames", type=int, default=30, help="frames per bag")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", default="1,2", help="worker counts to compare")
+    parser.add_argument("--out", default="bench_out/fleet.json")
+    args = parser.parse_args()
+    import ray
+    counts = [int(n) for n in args.workers.split(",")]
+    cpus = os.cpu_count() or 1
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=max(max(counts), cpus), include_dashboard=False, logging_level="WARNING")
+    results: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
+    with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
+        bags = write_bags(Path(tmp), args.bags, args.frames)
+        for r in range(args.rounds):
+            for n in counts:
+                out = Path(tmp) / f"out_{n}"
+                code = cli.main(["process", *map(str, bags), "--out", str(out), "--model",
+                                 MODEL, "--backend", "cpu", "--ray", "--workers", str(n),
+                                 "--threads-per-worker", "1", "--force", "--copy", "none"])
+                summary = json.loads((out / "fleet_summary.json").read_text())
+                if code != 0:
+                    print(f"run with {n} workers failed: {summary['counts']}", file=sys.stderr)
+                    return 1
+                results[n].append({"seconds": summary["seconds"], "frames": summary["frames"],
+                                   "fps": summary["fps"]})
+                print(f"round {r + 1}: {n} worker(s): {summary['frames']} frames in "
+                      f"{summary['seconds']:.1f} s = {summary['fps']:.2f} fps", flush=True)
+    ray.shutdown()
+    fps = {n: statistics.median(x["fps"] for x in results[n]) for n in counts}
+    load = os.getloadavg()[0]  # other work on the machine takes cores from the workers
+    report = {"bags": args.bags, "frames_per_bag": args.frames, "cpus": cpus, "model": MODEL,
+              "load_average_1min_at_end": round(load, 2),
+              "runs": {str(n): results[n] for n in counts},
+              "median_fps": {str(n): fps[n] for n in counts},
+              "ratio_vs_1": {str(n): round(fps[n] / fps[counts[0]], 3) for n in counts}}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\n{args.bags} bags x {args.frames} frames (640x480), {MODEL}, 1 thread per worker, "
+          f"{cpus} CPUs, load average {load:.1f} at the end:")
+    for n in counts:
+        print(f"  {n} worker(s): {fps[n]:6.2f} fps  ({fps[n] / fps[counts[0]]:.2f}x)")
+    print(f"-> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())
