@@ -111,6 +111,8 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
+    assert "\r" not in stderr and "it/s" not in stderr and "frame/s" not in stderr  # no bar
+    assert "[1/3] a: 2 frames" in stdout and "[2/3] b: 2 frames" in stdout
     by_name, _ = rows(out)
     assert by_name["a"]["status"] == "done" and by_name["b"]["status"] == "done"
     assert by_name["c"]["status"] == "interrupted"

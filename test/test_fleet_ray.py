@@ -8,6 +8,9 @@ where Ray is not installed."""
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -104,3 +107,27 @@ def test_workers_times_threads_must_fit_the_cluster(tmp_path, cluster, capsys):
     assert process(tmp_path / "a", "--out", tmp_path / "o", "--ray",
                    "--threads-per-worker", "3") == 2
     assert "more than the 2 CPUs of the largest Ray node" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_stops_the_ray_run_and_keeps_finished_outputs(tmp_path):
+    """The command starts its own local Ray instance here (no cluster fixture) and stops it."""
+    write_bag(tmp_path / "long", "mcap", frames=600, extra=False)
+    write_bag(tmp_path / "short", "sqlite3", frames=2)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dense_perception", "process", str(tmp_path / "long"),
+         str(tmp_path / "short"), "--out", str(out), "--ray", "--workers", "2", *OPTIONS],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not ((out / "short").exists() and (out / ".long.partial").exists()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    _, rows = by_name(out)
+    assert rows["short"]["status"] == "done" and rows["long"]["status"] == "interrupted"
+    assert json.loads((out / "short" / "summary.json").read_text())["frames"] == 2
+    assert not (out / "long").exists()

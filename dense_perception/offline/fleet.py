@@ -114,14 +114,16 @@ def output_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def job_key(args: argparse.Namespace, model_path: str) -> dict[str, Any]:
-    """What a finished output must have been made with to be skipped."""
+def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dict[str, Any]:
+    """What a finished output must have been made with to be skipped (``groups``: the
+    --outputs groups as parsed, so 'seg,depth' and 'depth,seg' are one job)."""
     digest = hashlib.sha256()
     with open(model_path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return {"model_sha256": digest.hexdigest(),
-            "options": {name: getattr(args, name) for name in OUTPUT_OPTIONS}}
+            "options": {name: groups if name == "outputs" else getattr(args, name)
+                        for name in OUTPUT_OPTIONS}}
 
 
 def finished_summary(out: Path, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -221,7 +223,7 @@ def run_fleet(args: argparse.Namespace,
     if out_dir.exists() and not out_dir.is_dir():
         raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
     session = ModelSession(args)  # checks the model and options once, before any input
-    key = job_key(args, session.model_path)
+    key = job_key(args, session.model_path, session.groups)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     rows: dict[int, dict[str, Any]] = {}
