@@ -54,12 +54,13 @@ class Copy:
 
 @dataclass
 class RunStats:
+    """What one run did (for summary.json)."""
+
     frames: int = 0
     rejected: int = 0
     guessed_intrinsics: int = 0
     intrinsics: dict[str, dict[str, Any]] = field(default_factory=dict)
     reject_reasons: dict[str, int] = field(default_factory=dict)
-
 
 
 # ---- targets: where finished frames go --------------------------------------------------------
@@ -72,6 +73,8 @@ class Target:
 
 
 class FolderTarget(Target):
+    """A folder of files per product (``fileio.FolderSink``) and summary.json."""
+
     def __init__(self, sink: Any, summary: dict[str, Any]) -> None:
         self.sink = sink
 
@@ -85,6 +88,8 @@ class FolderTarget(Target):
 
 
 class BagTarget(Target):
+    """A new bag: copied input topics, the node's output topics, and summary.json beside it."""
+
     sink: Any  # bagio.BagSink, set once the copied connections are in
 
     def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:

@@ -245,7 +245,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                 raise
         else:
             target = FolderTarget(fileio.FolderSink(out_path, keys, args.depth_format),
-                                   summary)
+                                  summary)
         if not quiet:
             print(f"{PROG}: {spec.display_name} on {runner.description}"
                   f"{' (GPU unavailable)' if fallback else ''}: {source_desc} -> {out_path}",
@@ -256,7 +256,6 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
     finally:
         for close in reversed(cleanup):
             close()
-
 
 
 def _copy_connections(bag: Any, mode: str, image_conns: list[Any], info_conns: list[Any]
