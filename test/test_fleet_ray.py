@@ -104,7 +104,8 @@ def test_workers_times_threads_must_fit_the_cluster(tmp_path, cluster, capsys):
                    "--threads-per-worker", "2") == 2
     err = capsys.readouterr().err
     assert "--workers 2 x --threads-per-worker 2 = 4 CPUs, but the Ray cluster has 2" in err
-    assert process(tmp_path / "a", "--out", tmp_path / "o", "--ray",
+    # '--ray PATH': PATH is an input, not a cluster address
+    assert process("--ray", tmp_path / "a", "--out", tmp_path / "o",
                    "--threads-per-worker", "3") == 2
     assert "more than the 2 CPUs of the largest Ray node" in capsys.readouterr().err
 

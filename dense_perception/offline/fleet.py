@@ -54,6 +54,9 @@ _GLOB = re.compile(r"[*?[]")
 def is_fleet(args: argparse.Namespace) -> bool:
     """Many-input mode: several inputs, a glob, a list, or a Ray option. One plain input keeps
     the one-input behaviour (its output at --out, no fleet summary)."""
+    if args.ray and Path(args.ray).exists():  # '--ray bags/a.mcap ...': an input, not an address
+        args.input.insert(0, args.ray)
+        args.ray = ""
     return (len(args.input) != 1 or args.inputs_from is not None or args.ray is not None
             or bool(args.workers)
             or any(i.startswith("@") or (_GLOB.search(i) and not Path(i).exists())
@@ -207,9 +210,6 @@ def run_fleet(args: argparse.Namespace,
               watch: Callable[[dict[str, Any]], None] | None = None) -> int:
     """``process`` over many inputs: returns the exit status (see the module docstring)."""
     from tqdm import tqdm
-    if args.ray and Path(args.ray).exists():  # '--ray bags/a.mcap ...': an input, not an address
-        args.input.insert(0, args.ray)
-        args.ray = ""
     if not args.out:
         raise CliError("many inputs need --out DIR: the folder for one output per input and "
                        "the fleet summary")

@@ -77,9 +77,10 @@ def cmd_process(args: argparse.Namespace,
     from .fileio import InputError
     from .fleet import is_fleet, run_fleet
     try:
+        fleet = is_fleet(args)
         if not args.input and args.inputs_from is None:
             raise CliError("give an input (a file, folder, bag, glob or @LIST)")
-        if is_fleet(args):
+        if fleet:
             return run_fleet(args, watch)
         session = ModelSession(args)
         in_path = Path(args.input[0])
