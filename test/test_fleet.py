@@ -39,7 +39,7 @@ def rows(out):
 @pytest.mark.timeout(120)
 def test_many_bags_in_process_match_single_runs_and_resume(tmp_path, capsys):
     bags = write_fleet_bags(tmp_path / "bags")
-    out = tmp_path / "out"
+    out = tmp_path / "bags" / "out"  # inside the glob: not an input
     code = process(tmp_path / "bags" / "*", "--out", out)
     assert code == 2  # one input failed
     stdout = capsys.readouterr().out

@@ -55,9 +55,11 @@ def write_bags(folder: Path, bags: int, frames: int) -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bags", type=int, default=8)
-    parser.add_argument("--frames", type=int, default=30, help="frames per bag")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--frames", type=int, default=120, help="frames per bag")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", default="1,2", help="worker counts to compare")
+    parser.add_argument("--outputs", default="depth", help="--outputs of the runs (depth: the "
+                        "work is mostly the model's, as with a real model, not writing)")
     parser.add_argument("--out", default="bench_out/fleet.json")
     args = parser.parse_args()
     import ray
@@ -74,26 +76,31 @@ def main() -> int:
                 out = Path(tmp) / f"out_{n}"
                 code = cli.main(["process", *map(str, bags), "--out", str(out), "--model",
                                  MODEL, "--backend", "cpu", "--ray", "--workers", str(n),
-                                 "--threads-per-worker", "1", "--force", "--copy", "none"])
+                                 "--threads-per-worker", "1", "--force", "--copy", "none",
+                                 "--outputs", args.outputs])
                 summary = json.loads((out / "fleet_summary.json").read_text())
                 if code != 0:
                     print(f"run with {n} workers failed: {summary['counts']}", file=sys.stderr)
                     return 1
                 results[n].append({"seconds": summary["seconds"], "frames": summary["frames"],
-                                   "fps": summary["fps"]})
+                                   "fps": summary["fps"],
+                                   "workers_ready_seconds": summary["workers_ready_seconds"]})
                 print(f"round {r + 1}: {n} worker(s): {summary['frames']} frames in "
-                      f"{summary['seconds']:.1f} s = {summary['fps']:.2f} fps", flush=True)
+                      f"{summary['seconds']:.1f} s = {summary['fps']:.2f} fps (workers ready "
+                      f"after {summary['workers_ready_seconds']:.1f} s)", flush=True)
     ray.shutdown()
     fps = {n: statistics.median(x["fps"] for x in results[n]) for n in counts}
     load = os.getloadavg()[0]  # other work on the machine takes cores from the workers
     report = {"bags": args.bags, "frames_per_bag": args.frames, "cpus": cpus, "model": MODEL,
+              "outputs": args.outputs,
               "load_average_1min_at_end": round(load, 2),
               "runs": {str(n): results[n] for n in counts},
               "median_fps": {str(n): fps[n] for n in counts},
               "ratio_vs_1": {str(n): round(fps[n] / fps[counts[0]], 3) for n in counts}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\n{args.bags} bags x {args.frames} frames (640x480), {MODEL}, 1 thread per worker, "
+    print(f"\n{args.bags} bags x {args.frames} frames (640x480), {MODEL}, --outputs "
+          f"{args.outputs}, 1 thread per worker, "
           f"{cpus} CPUs, load average {load:.1f} at the end:")
     for n in counts:
         print(f"  {n} worker(s): {fps[n]:6.2f} fps  ({fps[n] / fps[counts[0]]:.2f}x)")

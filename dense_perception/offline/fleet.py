@@ -218,8 +218,12 @@ def run_fleet(args: argparse.Namespace,
                        "run one after another in this process)")
     if args.workers < 0 or args.threads_per_worker < 1:
         raise CliError("--workers must be >= 0 and --threads-per-worker >= 1")
-    paths = expand_inputs(args.input, args.inputs_from)
     out_dir = Path(args.out)
+    # 'data/*' --out data/dense: the outputs are not inputs
+    paths = [p for p in expand_inputs(args.input, args.inputs_from)
+             if not p.resolve().is_relative_to(out_dir.resolve())]
+    if not paths:
+        raise CliError(f"no input outside --out '{out_dir}'")
     if out_dir.exists() and not out_dir.is_dir():
         raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
     session = ModelSession(args)  # checks the model and options once, before any input
