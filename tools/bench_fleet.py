@@ -4,8 +4,9 @@ The same set of bags (the sample scene, 640x480 rgb8 with CameraInfo, MCAP) is p
 ``--workers 1`` and ``--workers 2`` (1 thread each) on one local Ray instance, in paired
 rounds (1, 2, 1, 2, ...), every run from scratch (``--force``). Throughput = frames / wall time
 of the whole run as the fleet summary gives it (actor start and model load included; Ray's own
-start is not, it happens once before the rounds). Prints the medians and their ratio and writes
-``bench_out/fleet.json``.
+start is not, it happens once before the rounds). Prints the median fps and the median of the
+per-round ratios, with the machine's load average (other work takes cores from the workers),
+and writes ``bench_out/fleet.json``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def main() -> int:
         p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(num_cpus=max(max(counts), cpus), include_dashboard=False, logging_level="WARNING")
     results: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
         bags = write_bags(Path(tmp), args.bags, args.frames)
         for r in range(args.rounds):
@@ -93,17 +95,23 @@ def main() -> int:
     load = os.getloadavg()[0]  # other work on the machine takes cores from the workers
     report = {"bags": args.bags, "frames_per_bag": args.frames, "cpus": cpus, "model": MODEL,
               "outputs": args.outputs,
-              "load_average_1min_at_end": round(load, 2),
+              "load_average_1min": [round(load_start, 2), round(load, 2)],
               "runs": {str(n): results[n] for n in counts},
               "median_fps": {str(n): fps[n] for n in counts},
-              "ratio_vs_1": {str(n): round(fps[n] / fps[counts[0]], 3) for n in counts}}
+              # paired: each round's ratio to the same round's first count, then the median
+              "paired_ratio_median": {str(n): round(statistics.median(
+                  x["fps"] / y["fps"] for x, y in zip(results[n], results[counts[0]])), 3)
+                  for n in counts}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"\n{args.bags} bags x {args.frames} frames (640x480), {MODEL}, --outputs "
           f"{args.outputs}, 1 thread per worker, "
-          f"{cpus} CPUs, load average {load:.1f} at the end:")
+          f"{cpus} CPUs, load average {load_start:.1f} at the start, {load:.1f} at the end:")
     for n in counts:
-        print(f"  {n} worker(s): {fps[n]:6.2f} fps  ({fps[n] / fps[counts[0]]:.2f}x)")
+        ratios = [x["fps"] / y["fps"] for x, y in zip(results[n], results[counts[0]])]
+        print(f"  {n} worker(s): median {fps[n]:6.2f} fps; paired ratio to {counts[0]}: median "
+              f"{statistics.median(ratios):.2f}x (rounds: "
+              f"{', '.join(f'{r:.2f}' for r in ratios)})")
     print(f"-> {args.out}")
     return 0
 
