@@ -219,7 +219,7 @@ class DensePerceptionNode(Node):
         self.create_subscription(CameraInfo, "camera_info", self._on_camera_info,
                                  qos_profile_sensor_data, **qos)
         if self._scaler is not None and values["depth_scale_source"] == "reference_depth":
-            self.create_subscription(Image, "reference_depth", self._references.append,
+            self.create_subscription(Image, "reference_depth", self._on_reference,
                                      qos_profile_sensor_data, **qos)
 
     # ---- callbacks (executor thread) -----------------------------------------------------------
@@ -229,6 +229,9 @@ class DensePerceptionNode(Node):
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self._camera_infos.append(msg)
+
+    def _on_reference(self, msg: Image) -> None:
+        self._references.append(msg)
 
     def _on_set_parameters(self, params: list) -> SetParametersResult:
         changes = {}
