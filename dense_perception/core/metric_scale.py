@@ -421,3 +421,47 @@ class DepthScaler:
             self.filter.spread(), age, est.reason,
             stale=age is not None and age > STALE_TIME_CONSTANTS * config.time_constant)
         return self.last
+
+
+def withholds_depth(report: ScaleReport | None) -> bool:
+    """True when depth must not be published or written: an estimated source has no scale yet.
+
+    (Relative depth with ``none`` is published, unitless, as the user chose; depth that will
+    turn into metres once a scale is found is withheld until then, so one topic or file set
+    never holds two units.)
+    """
+    return report is not None and report.source in ESTIMATED_SOURCES and not report.metric
+
+
+class ScaleTally:
+    """The scale of every frame of a run, for summary.json (offline) and the bench."""
+
+    def __init__(self) -> None:
+        self.reports: list[ScaleReport] = []
+
+    def add(self, report: ScaleReport | None) -> None:
+        if report is not None:
+            self.reports.append(report)
+
+    def summary(self) -> dict:
+        """Units, source, frames in metres / relative / withheld, and the scale per frame."""
+        if not self.reports:
+            return {"units": "none (no depth)"}
+        last = self.reports[-1]
+        metric = sum(r.metric for r in self.reports)
+        out = {"units": last.units(), "source": last.source, "frames_metric": metric,
+               "frames_relative": len(self.reports) - metric,
+               "frames_withheld": sum(withholds_depth(r) for r in self.reports)}
+        if last.source in ESTIMATED_SOURCES:
+            out["scale_per_frame"] = [None if r.scale is None else round(r.scale, 6)
+                                      for r in self.reports]
+            out["estimate_per_frame"] = [None if r.estimate is None else round(r.estimate, 6)
+                                         for r in self.reports]
+            reasons: dict[str, int] = {}
+            for r in self.reports:
+                if r.reason:
+                    reasons[r.reason] = reasons.get(r.reason, 0) + 1
+            out["no_estimate_reasons"] = reasons
+        elif last.scale is not None:
+            out["scale"] = last.scale
+        return out
