@@ -14,7 +14,7 @@ pytest.importorskip("rosbags")
 
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 
-from scale_scenes import HEIGHT, WIDTH, paint  # noqa: E402
+from tools.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
 from test_cli import read_bag, run  # noqa: E402
 from test_metric_scale import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
 from dense_perception.core.intrinsics import Intrinsics  # noqa: E402

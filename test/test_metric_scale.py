@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from scale_scenes import HEIGHT, WIDTH, Scene
+from tools.metric_scene import HEIGHT, WIDTH, Scene
 from dense_perception.core.fit import make_fit_plan
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,

@@ -257,8 +257,8 @@ class DensePipeline:
             return ScaleReport(source, None, False, reason="no scale estimator")
         report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
                                self.config.output_resolution, reference)
-        if report.scale is not None:
-            products.depth *= np.float32(report.scale)
+        if report.scale is not None:  # a new array: raw.depth may be the same one
+            products.depth = products.depth * np.float32(report.scale)
         return report
 
 

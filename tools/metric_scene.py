@@ -1,5 +1,7 @@
 """Scenes with known metric depth, and frames that make the DA3 test model output depth / s.
 
+Used by the metric-scale tests and by ``make bench`` (the cost of the scale estimators).
+
 Geometry (camera optical frame, REP 103: x right, y down, z forward): a camera ``height`` metres
 above a flat floor, pitched down by ``pitch_deg``, a wall facing it ``wall`` metres ahead
 (horizontally), optionally a box on the floor. Depth is z (REP 118), computed per pixel centre
