@@ -240,6 +240,7 @@ def test_fixed_scale_is_asserted_and_metric_models_ignore_the_source(harness_fac
     assert values["depth units"] == "metres (asserted: relative_depth_scale = 0.5 m per unit)"
     tips = harness_factory({"model_path": TIPS_TEST_MODEL, "depth_scale_source": "ground_plane",
                             "camera_height": 1.0}, subscribe=("/diagnostics",))
-    level, message, values = tips.diagnostics(lambda d: "depth units" in d[2])
+    # Both nodes publish /diagnostics on this domain: take the TIPSv2 node's.
+    level, message, values = tips.diagnostics(lambda d: d[2]["model kind"] == "tipsv2")
     assert values["depth units"] == "metres (metric model)"
     assert values["depth scale source"] == "model" and "depth scale age (s)" not in values

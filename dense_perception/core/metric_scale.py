@@ -38,6 +38,7 @@ GROUND_SAMPLE_POINTS = 3000   # points of the lower view the RANSAC looks at
 GROUND_ITERATIONS = 256       # candidate planes, scored all at once
 GROUND_INLIER_TOLERANCE = 0.04  # inlier band, as a fraction of the plane's distance
 MIN_SUPPORT = 30              # fewest inlier points / reference pixels for a trustworthy frame
+REFERENCE_MAX_PIXELS = 20000   # reference pixels used per frame (evenly spread)
 REFERENCE_LOG_TOLERANCE = 0.05  # smallest inlier band of log ratios (about +-5 %)
 STEP_MIN_LOG = 0.05           # smallest change the step detector takes over at once (about 5 %)
 STALE_TIME_CONSTANTS = 10.0   # WARN when the held scale is older than this many time constants
@@ -50,7 +51,7 @@ class ScaleConfig:
     source: str = "none"
     fixed_scale: float = 1.0          # relative_depth_scale: metres per unit for 'fixed'
     camera_height: float = 0.0        # metres above the floor, for 'ground_plane'
-    time_constant: float = 2.0        # seconds, of the temporal filter
+    time_constant: float = 5.0        # seconds, of the temporal filter
     max_tilt_deg: float = 30.0        # ground plane: largest angle between its normal and +y
     min_inlier_ratio: float = 0.3     # fewer inliers than this: the frame gives no scale
 
@@ -145,7 +146,9 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     normals, dist = normals[ok], dist[ok]
     if not len(normals):
         return None
-    residual = np.abs(points @ normals.T - dist[None, :])
+    # float32 for the big N x iterations product (half the memory traffic); refined in float64.
+    residual = np.abs(points.astype(np.float32) @ normals.T.astype(np.float32)
+                      - dist[None, :].astype(np.float32))
     counts = (residual <= tolerance * dist[None, :]).sum(axis=0)
     best = int(np.argmax(counts))
     inliers = residual[:, best] <= tolerance * dist[best]
@@ -200,6 +203,9 @@ def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
     rv, ru = np.nonzero(np.isfinite(reference) & (reference > 0))
     if len(rv) < MIN_SUPPORT:
         return Estimate(None, reason=f"only {len(rv)} valid reference pixels")
+    if len(rv) > REFERENCE_MAX_PIXELS:  # a dense depth camera: an even subset is as good
+        keep = slice(None, None, -(-len(rv) // REFERENCE_MAX_PIXELS))
+        rv, ru = rv[keep], ru[keep]
     rh, rw = reference.shape
     # Reference pixel centres -> camera pixels (the same field of view) -> published grid.
     u = (ru + 0.5) * plan.frame_width / rw - 0.5

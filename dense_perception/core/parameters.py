@@ -67,7 +67,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               choices=SCALE_SOURCES),
     ParamSpec("camera_height", 0.0, "Height (m) of the camera's optical centre above the floor; "
               "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True),
-    ParamSpec("depth_scale_time_constant", 2.0, "Time constant (s, by frame stamps) of the "
+    ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
               "filter that smooths the estimated scale; a scene change larger than the noise "
               "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True),
     ParamSpec("ground_max_tilt_deg", 30.0, "ground_plane: largest angle (deg) between the floor's "
