@@ -186,3 +186,33 @@ def test_ground_points_sample_the_lower_view():
     depth = np.ones((HEIGHT, WIDTH), np.float32)
     pts = ground_points(depth, intrinsics(FORWARD))
     assert 2000 < len(pts) < 4000 and (pts[:, 1] >= -1e-6).all()
+
+
+def test_pipeline_applies_the_scale_and_withholds_until_found():
+    """Through the real pipeline and the DA3 test model: relative depth (none) gives no points;
+    ground_plane without a floor withholds depth and points but keeps the colour view; with a
+    floor, depth and points are metres."""
+    from conftest import DA3_TEST_MODEL
+    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from tools.metric_scene import paint
+    request = Request(depth=True, depth_colored=True, points=True)
+    z, _ = FORWARD.depth_and_surface()
+    frame = paint(z / 0.75)
+    k = intrinsics(FORWARD)
+    relative = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None)
+    products = relative.process(frame, "rgb8", k, request)
+    assert products.points is None and not products.depth_metric
+    assert np.abs(products.depth - z / 0.75).max() < 0.003
+    assert "points withheld: depth is relative" in products.withheld
+    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
+                             config=PipelineConfig(depth_scale_source="ground_plane"))
+    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
+    wall = paint(np.full((HEIGHT, WIDTH), 2.0))
+    raw = pipeline.infer(wall, "rgb8", request)
+    products = pipeline.finish(raw, k, scaler, 0.0)
+    assert products.depth is None and products.points is None
+    assert products.depth_colored is not None and "withheld" in products.withheld
+    raw = pipeline.infer(frame, "rgb8", request)
+    products = pipeline.finish(raw, k, scaler, 0.1)
+    assert products.depth_metric and np.abs(products.depth / z - 1).max() < 0.03
+    assert len(products.points) > 0.9 * z.size

@@ -38,7 +38,8 @@ def paint(relative: np.ndarray) -> np.ndarray:
     """An rgb8 frame whose DA3 test-model depth is ``relative`` (H x W, within the range)."""
     if np.nanmin(relative) < REL_MIN or np.nanmax(relative) > REL_MAX:
         raise ValueError(f"relative depth {np.nanmin(relative):.3f}..{np.nanmax(relative):.3f} "
-                         f"is outside what the test model can output ({REL_MIN:.3f}..{REL_MAX:.3f})")
+                         f"is outside what the test model can output "
+                         f"({REL_MIN:.3f}..{REL_MAX:.3f})")
     rest = relative - BASE
     rgb = np.zeros(relative.shape + (3,), np.uint8)
     for c in range(3):

@@ -257,8 +257,9 @@ class ScaleFilter:
     """Robust exponential filter of the scale in log space, with a time constant in seconds.
 
     * Each good estimate moves the log scale by ``alpha = 1 - exp(-dt / time_constant)`` of its
-      residual (by 1/n for the n-th estimate while that is larger: a running mean at first), the residual clipped to 3 robust standard deviations of the window (Huber-like:
-      one wild frame moves it little). ``dt`` comes from the frames' own stamps, so the result
+      residual (by 1/n for the n-th estimate while that is larger: a running mean at first),
+      the residual clipped to 3 robust standard deviations of the window (Huber-like: one wild
+      frame moves it little). ``dt`` comes from the frames' own stamps, so the result
       does not depend on how fast frames are processed.
     * A step (a new scene): when every estimate of the last third of the time constant lies on
       the same side, farther than 3 standard deviations of the window (and 5 %), the filter

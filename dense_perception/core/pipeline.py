@@ -15,7 +15,7 @@ from . import postprocess as post
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
 from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
-                           fixed_scale_report, relative_output_problem)
+                           fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
@@ -59,7 +59,7 @@ class Products:
     intrinsics_guessed: bool = False
     intrinsics_note: str = ""                 # why the intrinsics are a guess
     scale: ScaleReport | None = None          # what the depth's unit is (metres or relative)
-    withheld: str = ""                        # why metric products (points) were not made
+    withheld: str = ""                        # why depth or points were not made (not metres)
 
     @property
     def depth_metric(self) -> bool:
@@ -243,6 +243,11 @@ class DensePipeline:
                 products.depth, products.intrinsics, stride=self.config.points_stride,
                 max_depth=self.config.max_depth or float("inf"), rgb=rgb,
                 organized=self.config.points_organized)
+        if withholds_depth(products.scale):
+            # Not metres yet, but it will be once a scale is found: withheld, so that no topic or
+            # file set ever holds two units (the colour view above has no unit and stays).
+            products.depth = None
+            products.withheld = f"depth and points withheld: {products.scale.units()}"
         return products
 
 

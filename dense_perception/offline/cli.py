@@ -38,7 +38,7 @@ import numpy as np
 from .. import __version__
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from ..core.intrinsics import Intrinsics
-from ..core.metric_scale import ScaleTally, withholds_depth
+from ..core.metric_scale import ScaleTally
 from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
     format_signature
 from ..core.parameters import PARAMS_BY_NAME
@@ -675,8 +675,6 @@ def _run(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Cop
     def write_frame(frame: Frame, raw: Any) -> None:
         products = pipeline.finish(raw, frame.intrinsics, scaler, frame.time, frame.reference)
         scales.add(products.scale)
-        if withholds_depth(products.scale):
-            products.depth = None  # not metres yet: never written as if it were
         with timer.stage("write"):
             target.frame(frame, products)
         _record_intrinsics(stats, frame, products)

@@ -40,7 +40,7 @@ from ..core.conversions import (IMAGE_OUTPUTS, OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT
 from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info, points_to_cloud
 from ..core.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleConfig,
                                  fixed_scale_report, reference_to_metres,
-                                 relative_output_problem, scale_diagnostics, withholds_depth)
+                                 relative_output_problem, scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
@@ -362,9 +362,7 @@ class DensePerceptionNode(Node):
     def _publish(self, products: Any, header: Any, values: dict[str, Any],
                  source_info: CameraInfo | None) -> None:
         pubs = self._pubs
-        # Depth that an estimated scale has not yet made metres is withheld: the same topic
-        # would otherwise switch units when the scale is found (REP 118: 32FC1 is metres).
-        if products.depth is not None and not withholds_depth(products.scale):
+        if products.depth is not None:
             if "depth" in pubs and pubs["depth"].get_subscription_count():
                 if values["depth_encoding"] == "16UC1":
                     pubs["depth"].publish(array_to_image(
