@@ -141,7 +141,9 @@ class DensePerceptionNode(Node):
             worker.start()
         self.get_logger().info(
             f"{self._spec.display_name} ({'metric' if self._spec.metric_depth else 'relative'} "
-            f"depth) on {self._pipeline.runner.description}; fit={values['fit']}, "
+            f"depth{'' if self._spec.metric_depth else '; depth_scale_source: '}"
+            f"{'' if self._spec.metric_depth else values['depth_scale_source']}) on "
+            f"{self._pipeline.runner.description}; fit={values['fit']}, "
             f"output_resolution={values['output_resolution']}")
 
     # ---- set-up ----------------------------------------------------------------------------
