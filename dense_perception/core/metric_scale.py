@@ -34,7 +34,7 @@ from .intrinsics import Intrinsics
 SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth")
 
-GROUND_SAMPLE_POINTS = 2000   # points of the lower view the RANSAC looks at
+GROUND_SAMPLE_POINTS = 2000   # about this many points of the lower view go to the RANSAC
 GROUND_ITERATIONS = 256       # candidate planes, scored all at once
 GROUND_INLIER_TOLERANCE = 0.04  # inlier band, as a fraction of the plane's distance
 MIN_SUPPORT = 30              # fewest inlier points / reference pixels for a trustworthy frame
