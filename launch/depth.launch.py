@@ -36,6 +36,7 @@ def _node(context):
             ("image", image),
             ("camera_info", arg("camera_info")),
             ("image/compressed", image + "/compressed"),
+            ("reference_depth", arg("reference_depth")),
         ],
         output="screen",
         emulate_tty=True,
@@ -59,6 +60,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "camera_info", default_value="/camera/camera_info",
             description="CameraInfo topic of the camera"),
+        DeclareLaunchArgument(
+            "reference_depth", default_value="reference_depth",
+            description="Metric depth image registered to the camera (16UC1 mm or 32FC1 m), "
+                        "used with depth_scale_source: reference_depth"),
         DeclareLaunchArgument(
             "config",
             default_value=PathJoinSubstitution(

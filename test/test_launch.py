@@ -28,7 +28,8 @@ LAUNCH_FILE = REPO / "launch" / "depth.launch.py"
 CONFIGS = {"depth.yaml": "da3", "tipsv2.yaml": "tipsv2"}
 RVIZ_FILE = REPO / "config" / "dense_perception.rviz"
 NODE_KEY = "/**/dense_perception"  # matches the node in any namespace (launch's namespace:=...)
-LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace"}
+LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
+               "reference_depth"}
 ARG_TO_PARAM = {"backend": "backend", "model": "model_path"}
 HAVE_LAUNCH_ROS = importlib.util.find_spec("launch_ros") is not None
 
@@ -83,7 +84,7 @@ def test_package_facts_are_consistent():
                        "dense-perception": "dense_perception.offline.cli:main"}
     node_name, topics = _node_source_facts()
     assert node_name == "dense_perception"
-    assert topics == {"image", "image/compressed", "camera_info"}
+    assert topics == {"image", "image/compressed", "camera_info", "reference_depth"}
     assert ET.parse(REPO / "package.xml").getroot().findtext("name") == "dense_perception"
 
 
@@ -118,7 +119,8 @@ def test_launch_declares_exactly_the_documented_arguments():
     defaults = {name: _kwargs(call).get("default_value") for name, call in declared.items()}
     plain = {n: d.value for n, d in defaults.items() if isinstance(d, ast.Constant)}
     assert plain == {"model": "", "backend": "", "image": "/camera/image_raw",
-                     "camera_info": "/camera/camera_info", "namespace": ""}
+                     "camera_info": "/camera/camera_info", "namespace": "",
+                     "reference_depth": "reference_depth"}
     for name, call in declared.items():
         description = _kwargs(call).get("description")
         assert isinstance(description, ast.Constant) and description.value, \
@@ -230,7 +232,8 @@ def test_launch_defaults_use_the_config_model_and_backend(stub_launch):
 
 def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     node = _run_opaque(stub_launch, model="/m/tipsv2.tflite", backend="cpu", image="/cam/img",
-                       camera_info="/cam/info", config="/c/tipsv2.yaml", namespace="robot1")
+                       camera_info="/cam/info", config="/c/tipsv2.yaml", namespace="robot1",
+                       reference_depth="/tof/depth")
     files, overrides = _parameters(node)
     assert files == ["/c/tipsv2.yaml"]
     assert overrides == {"backend": "cpu", "model_path": "/m/tipsv2.tflite"}
@@ -240,7 +243,7 @@ def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     remaps = dict(node.kwargs["remappings"])
     assert len(remaps) == len(node.kwargs["remappings"]), "a topic is remapped twice"
     assert remaps == {"image": "/cam/img", "image/compressed": "/cam/img/compressed",
-                      "camera_info": "/cam/info"}
+                      "camera_info": "/cam/info", "reference_depth": "/tof/depth"}
     assert set(remaps) == _node_source_facts()[1], "remap exactly the subscribed topics"
     assert node.kwargs["namespace"] == "robot1"
 

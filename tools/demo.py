@@ -187,8 +187,11 @@ def configure_dds() -> None:
 
 def start_node(model: Path, log_path: Path) -> subprocess.Popen:
     """Start the real node in NAMESPACE; its stdout and stderr go to ``log_path``."""
+    # DA3's depth is relative: the demo asserts 1 m per unit (depth_scale_source: fixed; the
+    # diagnostics say "asserted") so that its points are published too. Metric models ignore it.
     cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
-           "-p", f"model_path:={model}", "-p", "backend:=auto", "-r", f"__ns:={NAMESPACE}"]
+           "-p", f"model_path:={model}", "-p", "backend:=auto", "-p", "depth_scale_source:=fixed",
+           "-r", f"__ns:={NAMESPACE}"]
     with log_path.open("w") as log:
         return subprocess.Popen(cmd, env=dict(os.environ), stdout=log,
                                 stderr=subprocess.STDOUT)

@@ -14,6 +14,8 @@ import numpy as np
 from . import postprocess as post
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
+from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
+                           fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
@@ -56,6 +58,13 @@ class Products:
     intrinsics: Intrinsics | None = None      # for the published grid
     intrinsics_guessed: bool = False
     intrinsics_note: str = ""                 # why the intrinsics are a guess
+    scale: ScaleReport | None = None          # what the depth's unit is (metres or relative)
+    withheld: str = ""                        # why depth or points were not made (not metres)
+
+    @property
+    def depth_metric(self) -> bool:
+        """True when ``depth`` (and ``points``) are metres."""
+        return self.scale is not None and self.scale.metric
 
 
 @dataclass
@@ -83,6 +92,7 @@ class PipelineConfig:
     points_stride: int = 1
     points_organized: bool = False
     fallback_hfov_deg: float = 60.0
+    depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
 
     def problem(self) -> str | None:
         """Why this configuration is impossible, or None."""
@@ -97,6 +107,9 @@ class PipelineConfig:
             return f"max_depth must be >= 0 (0 = no limit), got {self.max_depth}"
         if self.points_stride < 1:
             return f"points_stride must be >= 1, got {self.points_stride}"
+        if self.depth_scale_source not in SCALE_SOURCES:
+            return (f"depth_scale_source '{self.depth_scale_source}' is unknown; allowed: "
+                    f"{', '.join(SCALE_SOURCES)}")
         if not 1.0 <= self.fallback_hfov_deg <= 179.0:
             return f"fallback_hfov_deg must be in [1, 179], got {self.fallback_hfov_deg}"
         return None
@@ -110,6 +123,8 @@ class DensePipeline:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
+        if not spec.metric_depth and config.depth_scale_source == "none" and config.max_depth > 0:
+            raise ValueError(relative_output_problem(False, "none", config.max_depth, "32FC1"))
         self.runner = runner
         self.spec = spec
         self.config = config
@@ -154,7 +169,10 @@ class DensePipeline:
         with self.timer.stage("extract"):
             depth_i = spec.output_index("depth")
             if depth_i is not None and (request.depth or request.depth_colored or request.points):
-                scale = 1.0 if spec.metric_depth else config.relative_depth_scale
+                # An estimated scale is applied in finish(); relative_depth_scale is the
+                # asserted one ('fixed') or a unitless multiplier ('none').
+                scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
+                    ESTIMATED_SOURCES else config.relative_depth_scale
                 raw.depth = post.depth_from_output(outputs[depth_i], scale)
             normals_i = spec.output_index("normals")
             if normals_i is not None and (request.normals or request.normals_colored):
@@ -164,20 +182,28 @@ class DensePipeline:
                 raw.labels = post.labels_from_logits(outputs[seg_i])
         return raw
 
-    def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None) -> Products:
-        """Map a frame's raw products back to the camera geometry, colour them, make points."""
+    def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None,
+               scaler: DepthScaler | None = None, stamp: float = 0.0,
+               reference: np.ndarray | None = None) -> Products:
+        """Map a frame's raw products back to the camera geometry, colour them, make points.
+
+        For relative depth with an estimated scale source, ``scaler`` (kept by the caller across
+        frames) gets the frame's ``stamp`` (s) and, for 'reference_depth', the ``reference``
+        depth (metres, registered to the camera); its scale turns the depth into metres.
+        Points are only made from metric depth.
+        """
         with self.timer.stage("postprocess"):
-            return self._finish(raw, intrinsics)
+            return self._finish(raw, intrinsics, scaler, stamp, reference)
 
     # -------------------------------------------------------------------------------------------
-    def _finish(self, raw: RawFrame, intrinsics: Intrinsics | None) -> Products:
+    def _finish(self, raw: RawFrame, intrinsics: Intrinsics | None,
+                scaler: DepthScaler | None = None, stamp: float = 0.0,
+                reference: np.ndarray | None = None) -> Products:
         res, plan, request = self.config.output_resolution, raw.plan, raw.request
         width, height = plan.published_size(res)
         products = Products(width=width, height=height, plan=plan)
         if raw.depth is not None:
             products.depth = plan.unfit(raw.depth, res, Interp.LINEAR, fill=np.nan)
-            if request.depth_colored:
-                products.depth_colored = post.colorize_depth(products.depth)
         if raw.normals is not None:
             normals = plan.unturn_vectors(plan.unfit(raw.normals, res, Interp.LINEAR))
             if normals.shape[:2] != raw.normals.shape[:2]:
@@ -201,7 +227,14 @@ class DensePipeline:
                                         f"{self.config.fallback_hfov_deg:g} deg horizontal FOV")
         products.intrinsics = plan.published_intrinsics(camera_k, res)
 
-        if request.points and products.depth is not None:
+        if products.depth is not None:
+            with self.timer.stage("scale"):
+                products.scale = self._scale(products, scaler, stamp, reference)
+            if request.depth_colored:
+                products.depth_colored = post.colorize_depth(products.depth)
+        if request.points and products.depth is not None and not products.depth_metric:
+            products.withheld = f"points withheld: depth is {products.scale.units()}"
+        elif request.points and products.depth is not None:
             rgb = None
             if request.points_rgb:
                 source = to_rgb8(frame if res == "input" else raw.fitted, raw.fmt)
@@ -210,7 +243,28 @@ class DensePipeline:
                 products.depth, products.intrinsics, stride=self.config.points_stride,
                 max_depth=self.config.max_depth or float("inf"), rgb=rgb,
                 organized=self.config.points_organized)
+        if withholds_depth(products.scale):
+            # Not metres yet, but it will be once a scale is found: withheld, so that no topic or
+            # file set ever holds two units (the colour view above has no unit and stays).
+            products.depth = None
+            products.withheld = f"depth and points withheld: {products.scale.units()}"
         return products
+
+
+    def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
+               reference: np.ndarray | None) -> ScaleReport:
+        """The depth's unit; multiplies ``products.depth`` by an estimated scale when found."""
+        source = self.config.depth_scale_source
+        if self.spec.metric_depth or source not in ESTIMATED_SOURCES:
+            return fixed_scale_report(self.spec.metric_depth, source,
+                                      self.config.relative_depth_scale)
+        if scaler is None:
+            return ScaleReport(source, None, False, reason="no scale estimator")
+        report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
+                               self.config.output_resolution, reference)
+        if report.scale is not None:  # a new array: raw.depth may be the same one
+            products.depth = products.depth * np.float32(report.scale)
+        return report
 
 
 def check_frame(frame: np.ndarray, fmt: PixelFormat) -> None:

@@ -25,6 +25,7 @@ from ..core.runner import BACKENDS, ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
 from .process import COPY_MODES, cmd_process
+from .scale_options import ScaleOptionError, add_scale_arguments
 
 
 def _default(name: str) -> Any:
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                    default=_default("relative_depth_scale"))
     p.add_argument("--max-depth", type=float, default=_default("max_depth"),
                    help="drop points farther than this (m); 0 = no limit")
+    add_scale_arguments(p)
     p.add_argument("--points-stride", type=int, default=_default("points_stride"))
     p.add_argument("--points-organized", action="store_true")
     p.add_argument("--no-points-rgb", action="store_true", help="points without colour")
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None, *,
         if args.command == "process":
             return cmd_process(args, after_frame=after_frame, watch=fleet_watch)
         return args.func(args)
-    except (CliError, ModelLoadError, ModelSignatureError) as exc:
+    except (CliError, ModelLoadError, ModelSignatureError, ScaleOptionError) as exc:
         error(exc)
         return EXIT_ERROR
     except KeyboardInterrupt:  # before any output exists

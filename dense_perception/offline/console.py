@@ -40,7 +40,8 @@ def is_user_error(exc: BaseException) -> bool:
     """An error the user can fix (bad input, bad option, file system), not a bug."""
     from .bagio import BagError
     from .fileio import InputError
-    return isinstance(exc, (BagError, InputError, CliError, OSError))
+    from .scale_options import ScaleOptionError
+    return isinstance(exc, (BagError, InputError, CliError, OSError, ScaleOptionError))
 
 
 def describe(exc: BaseException) -> str:

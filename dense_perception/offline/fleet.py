@@ -47,7 +47,9 @@ CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "
 OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_format",
                   "relative_depth_scale", "max_depth", "points_stride", "points_organized",
                   "no_points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
-                  "out_namespace", "bag_format", "copy")
+                  "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
+                  "reference_depth_topic", "depth_scale_time_constant", "ground_max_tilt",
+                  "reference_depth_slop")
 _GLOB = re.compile(r"[*?[]")
 
 
@@ -226,7 +228,9 @@ def run_fleet(args: argparse.Namespace,
         raise CliError(f"no input outside --out '{out_dir}'")
     if out_dir.exists() and not out_dir.is_dir():
         raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
-    session = ModelSession(args)  # checks the model and options once, before any input
+    # The model and options are checked once, before any input (the scale options for the
+    # first input's kind; an input of another kind they do not suit fails alone).
+    session = ModelSession(args, scale_check_kind=lambda: _kind_or_bag(paths[0]))
     key = job_key(args, session.model_path, session.groups)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -300,6 +304,13 @@ def run_fleet(args: argparse.Namespace,
     if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_ERROR if counts["failed"] else EXIT_OK
+
+
+def _kind_or_bag(path: Path) -> str:
+    try:
+        return input_kind(path)
+    except Exception:  # noqa: BLE001 - a missing first input fails alone, later
+        return "bag"
 
 
 def _row_line(row: dict[str, Any], n: int, total: int) -> str:

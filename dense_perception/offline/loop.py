@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from ..core.intrinsics import Intrinsics
+from ..core.metric_scale import ScaleTally
 from ..core.pipeline import DensePipeline, Request
 from . import console
 from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,
@@ -41,6 +42,8 @@ class Frame:
     camera_info: Any = None     # bag input: the CameraInfo used
     camera_info_note: str = ""
     intrinsics: Intrinsics | None = None
+    time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
+    reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
 
 
 @dataclass
@@ -191,7 +194,8 @@ class _Overlap:
 def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Copy],
                target: Target, total: int | None, max_frames: int,
                after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
-               progress: Callable[[int], None] | None = None, quiet: bool = False) -> int:
+               scaler: Any = None, progress: Callable[[int], None] | None = None,
+               quiet: bool = False) -> int:
     """Run every event through the pipeline into ``target``, close it (writing summary.json
     from ``summary``) and return the exit status.
 
@@ -207,9 +211,11 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                disable=progress is not None or not interactive(), file=sys.stderr, smoothing=0.1)
     if progress is not None:
         bar.update = progress  # type: ignore[method-assign]
+    scales = ScaleTally()
 
     def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, frame.intrinsics)
+        products = pipeline.finish(raw, frame.intrinsics, scaler, frame.time, frame.reference)
+        scales.add(products.scale)
         with timer.stage("write"):
             target.frame(frame, products)
         _record_intrinsics(stats, frame, products)
@@ -265,7 +271,8 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                 seconds=round(elapsed, 3),
                 fps=round(stats.frames / elapsed, 3) if elapsed > 0 else None,
                 timing_ms=timing_summary(timer.stats()),
-                intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics)
+                intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics,
+                depth=scales.summary())
             target.close(summary)
         finally:
             _restore_sigint(previous)

@@ -24,6 +24,7 @@ from ..core.runner import ModelLoadError, check_model_file, litert_version, reso
 from ..core.timing import StageTimer
 from .console import PROG, CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
+from .scale_options import reference_stream, scaler_for
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
@@ -82,8 +83,8 @@ def cmd_process(args: argparse.Namespace,
             raise CliError("give an input (a file, folder, bag, glob or @LIST)")
         if fleet:
             return run_fleet(args, watch)
-        session = ModelSession(args)
         in_path = Path(args.input[0])
+        session = ModelSession(args, scale_check_kind=lambda: input_kind(in_path))
         out_path = Path(args.out) if args.out else default_out(in_path)
         code, _ = process_input(session, in_path, out_path, after_frame=after_frame)
         return code
@@ -95,16 +96,18 @@ class ModelSession:
     """The model and the options of a ``process`` run; the model is loaded once, on first use.
 
     Creating one checks the options and the model file (a missing or unsupported model fails
-    before any input is opened); :meth:`pipeline` loads it.
+    before any input is opened), and the metric-scale options for inputs of the kind
+    ``scale_check_kind()`` gives; :meth:`pipeline` loads it.
     """
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace,
+                 scale_check_kind: Callable[[], str] | None = None) -> None:
         self.args = args
         self.config = PipelineConfig(
             fit=args.fit, output_resolution=args.output_resolution,
             relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
             points_stride=args.points_stride, points_organized=args.points_organized,
-            fallback_hfov_deg=args.fallback_hfov)
+            fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source)
         problem = self.config.problem()
         if problem:
             raise CliError(problem)
@@ -115,6 +118,8 @@ class ModelSession:
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, args.model_type,
             source=f"model file '{self.model_path}'")
+        if scale_check_kind is not None:
+            scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
         self.request = request_for(self.keys, points_rgb=not args.no_points_rgb)
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
@@ -161,6 +166,8 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
     kind = input_kind(in_path)
     if out_path.resolve() == in_path.resolve():
         raise CliError(f"output '{out_path}' is the input; choose another --out")
+    # A new scaler per input: its filter follows one camera's stream.
+    scaler = scaler_for(args, spec, kind=kind)
     fileio.check_new_output(out_path)
     timer = StageTimer(window=TIMER_WINDOW)
     summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
@@ -192,7 +199,10 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
             if session.request.points and not info_index.count:
                 warn(f"no CameraInfo for {image_topic} (camera info topic: {info_note}); points "
                      f"use a {args.fallback_hfov:g} deg pinhole guess (--camera-info-topic)")
-            events = _bag_events(bag, image_conns, copy_conns, info_index, timer)
+            reference = reference_stream(args, in_path, scaler)
+            if reference is not None:
+                cleanup.append(reference.close)
+            events = _bag_events(bag, image_conns, copy_conns, info_index, timer, reference)
             summary.update(topic=image_topic, camera_info_topic=info_note,
                            camera_infos=info_index.count, output_topics=out_topics,
                            bag_format=args.bag_format, copy=args.copy)
@@ -252,7 +262,8 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                   f"{' (GPU unavailable)' if fallback else ''}: {source_desc} -> {out_path}",
                   flush=True)
         code = run_frames(pipeline, session.request, events, target, total, args.max_frames,
-                          after_frame, summary, progress=progress, quiet=quiet)
+                          after_frame, summary, scaler=scaler, progress=progress,
+                          quiet=quiet)
         return code, summary
     finally:
         for close in reversed(cleanup):
@@ -280,7 +291,7 @@ def _image_events(paths: list[Path], timer: StageTimer) -> Iterator[Frame]:
         except InputError as exc:
             yield Frame(index, stem, None, problem=str(exc))
             continue
-        yield Frame(index, stem, image)
+        yield Frame(index, stem, image, time=float(index))  # photos: 1 s apart
 
 
 def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
@@ -291,12 +302,12 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
             image = next(frames, None)
         if image is None:
             return
-        yield Frame(index, f"frame_{index:06d}", image)
+        yield Frame(index, f"frame_{index:06d}", image, time=index / (video.fps or 30.0))
         index += 1
 
 
 def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
-                timer: StageTimer) -> Iterator[Frame | Copy]:
+                timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
     from ..core.conversions import BadImageError, camera_info_to_intrinsics
     image_ids = {c.id for c in image_conns}
@@ -317,9 +328,12 @@ def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_in
         except BadImageError as exc:
             yield Frame(index, stem, None, problem=str(exc), log_time=log_time)
         else:
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
                         camera_info=info, camera_info_note=note,
-                        intrinsics=None if info is None else camera_info_to_intrinsics(info))
+                        intrinsics=None if info is None else camera_info_to_intrinsics(info),
+                        time=stamp, reference=None if reference is None
+                        else reference.lookup(stamp))
         index += 1
 
 

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -32,10 +33,13 @@ from .diagnostics import FrameStats, build_diagnostics
 from ..core.frame_slot import FrameSlot
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.conversions import (BadImageError, camera_info_to_intrinsics, compressed_to_array,
-                                image_to_array)
+                                image_msg_to_array, image_to_array)
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages, request_for
 from . import messages
 from .messages import MESSAGE_CLASSES
+from ..core.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleConfig,
+                                 fixed_scale_report, reference_to_metres,
+                                 relative_output_problem, scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
@@ -96,6 +100,12 @@ class DensePerceptionNode(Node):
         if runner_hook is not None:
             self._pipeline.runner = runner_hook(self._pipeline.runner)
         self._spec = self._pipeline.spec
+        problem = self._depth_units_problem(values)
+        if problem:
+            raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
+        self._scaler = DepthScaler(self._scale_config(values)) if self._estimates_scale(values) \
+            else None
+        self._references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
         self._model_name = Path(model_path).name
         self._timer = self._pipeline.timer
         self._lock = threading.Lock()
@@ -124,7 +134,9 @@ class DensePerceptionNode(Node):
             worker.start()
         self.get_logger().info(
             f"{self._spec.display_name} ({'metric' if self._spec.metric_depth else 'relative'} "
-            f"depth) on {self._pipeline.runner.description}; fit={values['fit']}, "
+            f"depth{'' if self._spec.metric_depth else '; depth_scale_source: '}"
+            f"{'' if self._spec.metric_depth else values['depth_scale_source']}) on "
+            f"{self._pipeline.runner.description}; fit={values['fit']}, "
             f"output_resolution={values['output_resolution']}")
 
     # ---- set-up ----------------------------------------------------------------------------
@@ -149,7 +161,29 @@ class DensePerceptionNode(Node):
             fit=values["fit"], output_resolution=values["output_resolution"],
             relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
             points_stride=values["points_stride"], points_organized=values["points_organized"],
-            fallback_hfov_deg=values["fallback_hfov_deg"])
+            fallback_hfov_deg=values["fallback_hfov_deg"],
+            depth_scale_source=values["depth_scale_source"])
+
+    @staticmethod
+    def _scale_config(values: dict[str, Any]) -> ScaleConfig:
+        return ScaleConfig(
+            source=values["depth_scale_source"], fixed_scale=values["relative_depth_scale"],
+            camera_height=values["camera_height"],
+            time_constant=values["depth_scale_time_constant"],
+            max_tilt_deg=values["ground_max_tilt_deg"],
+            min_inlier_ratio=values["depth_scale_min_inliers"])
+
+    def _estimates_scale(self, values: dict[str, Any]) -> bool:
+        return not self._spec.metric_depth and values["depth_scale_source"] in ESTIMATED_SOURCES
+
+    def _depth_units_problem(self, values: dict[str, Any]) -> str | None:
+        """Why these values would pass relative depth off as metres (or cannot find a scale)."""
+        if self._estimates_scale(values):
+            problem = self._scale_config(values).problem()
+            if problem:
+                return problem
+        return relative_output_problem(self._spec.metric_depth, values["depth_scale_source"],
+                                       values["max_depth"], values["depth_encoding"])
 
     def _create_publishers(self, values: dict[str, Any]) -> None:
         spec = self._spec
@@ -180,6 +214,9 @@ class DensePerceptionNode(Node):
                                      **qos)
         self.create_subscription(CameraInfo, "camera_info", self._on_camera_info,
                                  qos_profile_sensor_data, **qos)
+        if self._scaler is not None and values["depth_scale_source"] == "reference_depth":
+            self.create_subscription(Image, "reference_depth", self._on_reference,
+                                     qos_profile_sensor_data, **qos)
 
     # ---- callbacks (executor thread) -----------------------------------------------------------
     def _on_image(self, msg: Image | CompressedImage) -> None:
@@ -188,6 +225,9 @@ class DensePerceptionNode(Node):
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
+
+    def _on_reference(self, msg: Image) -> None:
+        self._references.append(msg)
 
     def _on_set_parameters(self, params: list) -> SetParametersResult:
         changes = {}
@@ -206,9 +246,11 @@ class DensePerceptionNode(Node):
         if changes:
             values = {**self._values, **changes}
             config = self._pipeline_config(values)
-            problem = config.problem()
+            problem = config.problem() or self._depth_units_problem(values)
             if problem:
                 return SetParametersResult(successful=False, reason=problem)
+            if self._scaler is not None:
+                self._scaler.configure(self._scale_config(values))
             with self._lock:
                 self._values = values
                 old = self._pipeline
@@ -263,7 +305,12 @@ class DensePerceptionNode(Node):
         header = item.frame.msg.header
         info, source = self._camera_infos.choose(stamp_ns(header.stamp))
         intrinsics = None if info is None else camera_info_to_intrinsics(info)
-        products = item.pipeline.finish(item.raw, intrinsics)
+        stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
+        reference = self._reference_for(stamp, item.values) if self._scaler is not None else None
+        products = item.pipeline.finish(item.raw, intrinsics, self._scaler, stamp, reference)
+        if products.scale is not None and products.scale.reason and self._scaler is not None:
+            self._warn_once_per("scale", f"no depth scale from this frame: "
+                                         f"{products.scale.reason}", period=10.0)
         self._stats.camera_info = source if not products.intrinsics_guessed \
             else products.intrinsics_note
         self._stats.intrinsics_guessed = products.intrinsics_guessed
@@ -274,6 +321,21 @@ class DensePerceptionNode(Node):
         self._stats.record_success(time.monotonic() - item.frame.received)
         self._stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         self._out_rate.tick()
+
+    def _reference_for(self, stamp: float, values: dict[str, Any]) -> Any:
+        """The reference depth (metres) nearest the image's stamp within the slop, or None."""
+        best, best_dt = None, values["reference_depth_slop"]
+        for msg in list(self._references):
+            dt = abs(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - stamp)
+            if dt <= best_dt:
+                best, best_dt = msg, dt
+        if best is None:
+            return None
+        try:
+            return reference_to_metres(image_msg_to_array(best), best.encoding)
+        except (KeyError, ValueError) as exc:
+            self._warn_once_per("reference", f"reference depth ignored: {exc}")
+            return None
 
     def _publish(self, products: Any, header: Any, values: dict[str, Any],
                  source_info: CameraInfo | None) -> None:
@@ -294,8 +356,17 @@ class DensePerceptionNode(Node):
             stages=self._timer.stats(), input_hz=self._in_rate.rate(),
             output_hz=self._out_rate.rate(), received=self._in_rate.total,
             dropped=self.frames_dropped,
-            backend_note=getattr(self._pipeline.runner, "fallback_note", ""))
+            backend_note=getattr(self._pipeline.runner, "fallback_note", ""),
+            depth_scale=self._depth_scale_status(values))
         self._diag_pub.publish(array)
+
+    def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
+        """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
+        if self._scaler is None:
+            return scale_diagnostics(fixed_scale_report(self._spec.metric_depth,
+                                                        values["depth_scale_source"],
+                                                        values["relative_depth_scale"]))
+        return scale_diagnostics(self._scaler.last)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
         """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
