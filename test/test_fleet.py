@@ -121,3 +121,36 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
     assert not (out / "c").exists()  # nothing that looks complete
     partial = json.loads((out / ".c.partial" / "summary.json").read_text())
     assert partial["interrupted"] is True and 0 < partial["frames"] < 400
+
+
+@pytest.mark.timeout(120)
+def test_one_progress_bar_over_all_frames_on_a_terminal(tmp_path):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+    write_bag(tmp_path / "a", "mcap", frames=3)
+    write_bag(tmp_path / "b", "sqlite3", frames=2)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # 120 columns
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dense_perception", "process", str(tmp_path / "a"),
+         str(tmp_path / "b"), "--out", str(tmp_path / "out"), *OPTIONS], cwd=REPO,
+        stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    text = b"".join(chunks).decode(errors="replace")
+    assert "5/5" in text and "frame/s" in text, text  # one bar: 3 + 2 frames of both bags
+    assert "/3 " not in text and "/2 " not in text  # no bar per bag
+    assert "[1/2] a: 3 frames" in text and "[2/2] b: 2 frames" in text
