@@ -37,7 +37,6 @@ import numpy as np
 
 from .. import __version__
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from ..core.intrinsics import Intrinsics
 from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
     format_signature
 from ..core.parameters import PARAMS_BY_NAME
@@ -72,7 +71,6 @@ class Frame:
     log_time: int = 0           # bag input: the image message's log time (ns)
     camera_info: Any = None     # bag input: the CameraInfo used
     camera_info_note: str = ""
-    intrinsics: Intrinsics | None = None
 
 
 @dataclass
@@ -212,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="horizontal FOV (deg) of the pinhole guess used without CameraInfo")
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
+    bag.add_argument("--input-rectified", action="store_true",
+                     help="the images are rectified (image_rect): use CameraInfo P, not K and D; "
+                          "without it, distorted raw images are rectified first")
     bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
                      "optional when the bag has only one")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
@@ -322,7 +323,7 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
         fit=args.fit, output_resolution=args.output_resolution,
         relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
         points_stride=args.points_stride, points_organized=args.points_organized,
-        fallback_hfov_deg=args.fallback_hfov)
+        fallback_hfov_deg=args.fallback_hfov, input_rectified=args.input_rectified)
     problem = config.problem()
     if problem:
         raise CliError(problem)
@@ -489,7 +490,7 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
 def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
                 timer: StageTimer) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
-    from ..core.conversions import BadImageError, camera_info_to_intrinsics
+    from ..core.conversions import BadImageError
     image_ids = {c.id for c in image_conns}
     copy_ids = {c.id for c in copy_conns}
     wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
@@ -509,8 +510,7 @@ def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_in
             yield Frame(index, stem, None, problem=str(exc), log_time=log_time)
         else:
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
-                        camera_info=info, camera_info_note=note,
-                        intrinsics=None if info is None else camera_info_to_intrinsics(info))
+                        camera_info=info, camera_info_note=note)
         index += 1
 
 
@@ -552,7 +552,7 @@ class _BagTarget(_Target):
         summary["not_copied"] = sorted(skipped)
 
     def frame(self, frame: Frame, products: Any) -> None:
-        self.sink.write(products, frame.header, frame.log_time, frame.camera_info)
+        self.sink.write(products, frame.header, frame.log_time)
 
     def copy(self, item: Copy) -> None:
         conn = self._copy.get(item.conn.id)
@@ -596,7 +596,7 @@ class _Overlap:
 
     def add_frame(self, frame: Frame) -> None:
         future = self._pool.submit(self._pipeline.infer, frame.image, frame.encoding,
-                                   self._request)
+                                   self._request, self._pipeline.camera_from_info(frame.camera_info))
         self._pending.append((frame, future))
         self._in_flight += 1
         self._drain(keep_frames=1)
@@ -645,7 +645,7 @@ def _run(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Cop
                file=sys.stderr, smoothing=0.1)
 
     def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, frame.intrinsics)
+        products = pipeline.finish(raw)
         with timer.stage("write"):
             target.frame(frame, products)
         _record_intrinsics(stats, frame, products)
@@ -791,9 +791,11 @@ def _record_intrinsics(stats: RunStats, frame: Frame, products: Any) -> None:
             "published": {"fx": k.fx, "fy": k.fy, "cx": k.cx, "cy": k.cy, "width": k.width,
                           "height": k.height},
             "guessed": products.intrinsics_guessed,
-            "note": products.intrinsics_note or frame.camera_info_note}
+            "note": products.intrinsics_note or products.camera_note or frame.camera_info_note}
         if products.intrinsics_guessed and frame.camera_info is not None:
             warn(products.intrinsics_note)
+        if products.camera_note:
+            warn(products.camera_note)
 
 
 # ---- info ---------------------------------------------------------------------------------------

@@ -31,8 +31,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from .diagnostics import FrameStats, build_diagnostics
 from ..core.frame_slot import FrameSlot
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.conversions import (BadImageError, camera_info_to_intrinsics, compressed_to_array,
-                                image_to_array)
+from ..core.conversions import BadImageError, compressed_to_array, image_to_array
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages, request_for
 from . import messages
 from .messages import MESSAGE_CLASSES
@@ -64,6 +63,7 @@ class _Inferred:
     raw: RawFrame
     pipeline: DensePipeline
     values: dict[str, Any]
+    camera_info_source: str  # which CameraInfo was used (for diagnostics)
 
 
 class DensePerceptionNode(Node):
@@ -149,7 +149,8 @@ class DensePerceptionNode(Node):
             fit=values["fit"], output_resolution=values["output_resolution"],
             relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
             points_stride=values["points_stride"], points_organized=values["points_organized"],
-            fallback_hfov_deg=values["fallback_hfov_deg"])
+            fallback_hfov_deg=values["fallback_hfov_deg"],
+            input_rectified=values["input_rectified"])
 
     def _create_publishers(self, values: dict[str, Any]) -> None:
         spec = self._spec
@@ -256,30 +257,32 @@ class DensePerceptionNode(Node):
             self._stats.rejected += 1
             self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
             return
-        raw = pipeline.infer(image, encoding, request)
-        self._finish_slot.put(_Inferred(frame, raw, pipeline, values))
+        # The camera is needed before inference: a distorted raw image is rectified first.
+        info, source = self._camera_infos.choose(stamp_ns(msg.header.stamp))
+        raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
+        self._finish_slot.put(_Inferred(frame, raw, pipeline, values, source))
 
     def _finish(self, item: _Inferred) -> None:
         header = item.frame.msg.header
-        info, source = self._camera_infos.choose(stamp_ns(header.stamp))
-        intrinsics = None if info is None else camera_info_to_intrinsics(info)
-        products = item.pipeline.finish(item.raw, intrinsics)
-        self._stats.camera_info = source if not products.intrinsics_guessed \
+        products = item.pipeline.finish(item.raw)
+        self._stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
             else products.intrinsics_note
         self._stats.intrinsics_guessed = products.intrinsics_guessed
-        if products.intrinsics_guessed and info is not None:
+        self._stats.camera_note = products.camera_note
+        if products.intrinsics_guessed and item.raw.camera is not None:
             self._warn_once_per("camera_info", products.intrinsics_note, period=10.0)
+        if products.camera_note:
+            self._warn_once_per("camera_note", products.camera_note, period=10.0)
         with self._timer.stage("publish"):
-            self._publish(products, header, item.values, source_info=info)
+            self._publish(products, header, item.values)
         self._stats.record_success(time.monotonic() - item.frame.received)
         self._stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         self._out_rate.tick()
 
-    def _publish(self, products: Any, header: Any, values: dict[str, Any],
-                 source_info: CameraInfo | None) -> None:
+    def _publish(self, products: Any, header: Any, values: dict[str, Any]) -> None:
         listened = [key for key, pub in self._pubs.items() if pub.get_subscription_count() > 0]
         for key, msg in product_messages(products, listened, header, messages,
-                                         values["depth_encoding"], source_info):
+                                         values["depth_encoding"]):
             self._pubs[key].publish(msg)
 
     # ---- diagnostics -------------------------------------------------------------------------
