@@ -124,7 +124,7 @@ def distort(camera: Camera, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, n
             y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y)
 
 
-def undistort(camera: Camera, xd: np.ndarray, yd: np.ndarray, iterations: int = 30
+def undistort(camera: Camera, xd: np.ndarray, yd: np.ndarray, iterations: int = 12
               ) -> tuple[np.ndarray, np.ndarray]:
     """Invert :func:`distort` by Newton's method (numerical Jacobian; 1-D for equidistant,
     where rays at 90 degrees or more from the axis have no (x, y, 1) form: NaN)."""
