@@ -135,6 +135,22 @@ def test_depth_image_proc_makes_our_cloud(tips, da3, camera, rectified, fit, res
     np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("resolution", ["model", "input"])
+def test_point_colours_come_from_the_rectified_frame(tips, resolution):
+    """Each point's colour is the colour its depth was painted with: the colours are taken
+    from the same rectified grid as the depth (TIPSv2 test model: depth = f(colour))."""
+    frame = filmed(cs.BARREL.name, False, "tips")
+    pipe = configured(tips, output_resolution=resolution)
+    products = pipe.process(frame, "rgb8", pipe.camera_from_info(cs.BARREL.camera_info()),
+                            Request(points=True, points_rgb=True))
+    assert products.rectified
+    packed = products.points["rgb"].view(np.uint32)
+    rgb = np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255], -1) / 255.0
+    (w0, w1, w2), bias = cs.TIPS_DEPTH
+    depth_of_colour = bias + w0 * rgb[:, 0] + w1 * rgb[:, 1] + w2 * rgb[:, 2]
+    assert np.percentile(np.abs(depth_of_colour - products.points["z"]), 95) < 0.02
+
+
 def test_a_depth_step_stays_a_step(tips):
     """output_resolution input: every upsampled depth is one of the two surfaces."""
     near, far = 1.2, 3.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .intrinsics import Intrinsics
 
@@ -145,8 +145,3 @@ def as_camera_model(camera: "CameraModel | Intrinsics | None") -> "CameraModel |
     if camera is None or isinstance(camera, CameraModel):
         return camera
     return CameraModel.pinhole(camera)
-
-
-def matrix3(values: Sequence[float]) -> list[list[float]]:
-    """A row-major 3x3 as nested lists (for OpenCV)."""
-    return [list(values[0:3]), list(values[3:6]), list(values[6:9])]
