@@ -67,6 +67,10 @@ def test_raw_and_rectified_cameras_over_dds(harness):
         off = cs.PLANE.plane_distance(cloud["x"], cloud["y"], cloud["z"])
         results[camera.name] = float(np.percentile(off, 95))
         assert cloud.size > 0.9 * (448 * 448 / 4)
+        said = "rectified input (image_rect): P" if rectified else \
+            "raw input, plumb_bob distortion: rectified before the model (P)"
+        level, _, values = h.diagnostics(lambda d: d[2].get("camera model") == said)
+        assert level == 0, values
     print({name: f"{p * 1000:.1f} mm" for name, p in results.items()})
     assert max(results.values()) < 0.020, results
 

@@ -107,6 +107,16 @@ class CameraModel:
             return "CameraInfo P is empty or invalid: using K for the rectified image"
         return ""
 
+    def describe(self) -> str:
+        """Which case this camera is, in a few words (for diagnostics)."""
+        note = self.note()
+        if self.input_rectified:
+            return "rectified input (image_rect): P" + (f"; {note}" if note else "")
+        if self.needs_rectification:
+            return (f"raw input, {self.distortion_model} distortion: rectified before the model"
+                    + (f"; {note}" if note else " (P)"))
+        return note or "raw input, no distortion: K"
+
     # ---- the pinhole camera of the image the model sees ----------------------------------------
     def intrinsics(self) -> Intrinsics:
         """The pinhole intrinsics of the (rectified) full frame: P's for rectified input or

@@ -27,6 +27,7 @@ class FrameStats:
     camera_info: str = "none received"
     intrinsics_guessed: bool = False
     camera_note: str = ""  # what of the CameraInfo is not honoured (e.g. unknown distortion)
+    camera_model: str = "-"  # which camera case the last frame was (raw / rectified, model)
     input_size: tuple[int, int] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -83,7 +84,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "input size -> model size": f"{size} -> {model_size}",
         "fit": fit,
         "camera_info": stats.camera_info,
-        "camera model": stats.camera_note or "as CameraInfo says",
+        "camera model": stats.camera_model,
         "input rate (Hz)": f"{input_hz:.2f}",
         "output rate (Hz)": f"{output_hz:.2f}",
         "frames received": str(received),

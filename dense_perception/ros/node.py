@@ -269,6 +269,8 @@ class DensePerceptionNode(Node):
             else products.intrinsics_note
         self._stats.intrinsics_guessed = products.intrinsics_guessed
         self._stats.camera_note = products.camera_note
+        self._stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
+            if products.intrinsics_guessed else item.raw.camera.describe()
         if products.intrinsics_guessed and item.raw.camera is not None:
             self._warn_once_per("camera_info", products.intrinsics_note, period=10.0)
         if products.camera_note:
