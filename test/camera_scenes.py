@@ -101,6 +101,9 @@ RATIONAL = Camera(W, H, k_matrix(610.0, CX - 5.0, CY + 3.0, fy=605.0),
 FISHEYE = Camera(W, H, k_matrix(420.0, CX + 3.0, CY + 2.0), d=(0.05, -0.01, 0.003, -0.001),
                  distortion_model="equidistant", p=p_matrix(450.0, CX, CY),
                  name="raw, equidistant (fisheye)")
+# A 1920x1080 camera: TIPSv2's 448x448 grid is 2.4 times coarser (area-averaged first).
+BARREL_HD = Camera(1920, 1080, k_matrix(900.0, 959.5 + 9.0, 539.5 - 6.0),
+                   d=(-0.35, 0.12, 0.0, 0.0, 0.0), name="raw, barrel, 1920x1080")
 # image_proc style: K and D of the raw camera, P of the rectified image it publishes.
 RECTIFIED = Camera(W, H, k_matrix(600.0, CX, CY), d=(-0.35, 0.12, 0.0, 0.0, 0.0),
                    p=p_matrix(450.0, CX, CY), name="rectified, K fx 600, P fx 450")

@@ -4,7 +4,9 @@ Undistortion, the fit plan's crop and resize are all maps from an output pixel t
 so they fold into one: OpenCV's ``initUndistortRectifyMap`` is asked for the rectified camera as
 it appears on the model's grid (P cropped and scaled by the plan), and a turned plan turns the
 maps. The maps are built once per (camera, plan) and cached, so a frame costs one remap, about
-what the plain crop-and-resize costs.
+what the plain crop-and-resize costs. A bilinear remap does not average, so when the model's
+grid is at least two times coarser than the frame, the frame is first shrunk by that whole factor
+with area averaging (as the plain fit's INTER_AREA), and the maps point into the shrunk frame.
 """
 
 from __future__ import annotations
@@ -37,15 +39,23 @@ def undistort_maps(camera: CameraModel, target: Intrinsics) -> tuple[np.ndarray,
 class _Maps:
     """Fixed-point remap tables plus where they land inside the raw frame."""
 
-    def __init__(self, map_x: np.ndarray, map_y: np.ndarray, width: int, height: int) -> None:
+    def __init__(self, map_x: np.ndarray, map_y: np.ndarray, width: int, height: int,
+                 shrink: int = 1) -> None:
         # A ray that leaves the raw frame has no colour: the products there are invalid.
         self.valid = ((map_x >= -0.5) & (map_x <= width - 0.5)
                       & (map_y >= -0.5) & (map_y <= height - 0.5)).astype(np.uint8)
         self.all_valid = bool(self.valid.all())
+        self.shrunk_size = None
+        if shrink > 1:  # point the maps into the frame shrunk by ``shrink`` (pixel centres kept)
+            self.shrunk_size = (width // shrink, height // shrink)
+            map_x = (map_x + 0.5) * (self.shrunk_size[0] / width) - 0.5
+            map_y = (map_y + 0.5) * (self.shrunk_size[1] / height) - 0.5
         # 16-bit fixed point maps make cv2.remap about twice as fast as float maps.
         self.fixed, self.frac = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
 
     def remap(self, frame: np.ndarray) -> np.ndarray:
+        if self.shrunk_size is not None:
+            frame = cv2.resize(frame, self.shrunk_size, interpolation=cv2.INTER_AREA)
         return cv2.remap(frame, self.fixed, self.frac, cv2.INTER_LINEAR,
                          borderMode=cv2.BORDER_REPLICATE)
 
@@ -80,7 +90,9 @@ class Rectifier:
         if plan.turned:
             map_x = cv2.rotate(map_x, cv2.ROTATE_90_CLOCKWISE)
             map_y = cv2.rotate(map_y, cv2.ROTATE_90_CLOCKWISE)
-        return _Maps(map_x, map_y, camera.width, camera.height)
+        # Frame pixels per model pixel, in the rectified view (the fewer of the two axes).
+        shrink = int(min(plan.crop_width / target.width, plan.crop_height / target.height))
+        return _Maps(map_x, map_y, camera.width, camera.height, shrink)
 
     def _get(self, key: tuple, build) -> _Maps:
         with self._lock:
