@@ -18,7 +18,7 @@ from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.conversions import camera_info_fields
 from dense_perception.core.fit import resize_depth
 from dense_perception.core.intrinsics import Intrinsics
-from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import DensePipeline, Request, load_pipeline
 
 P95_LIMIT = 0.020  # metres (issue 12)
 RAW_CAMERAS = {"plumb_bob": cs.BARREL, "rational_polynomial": cs.RATIONAL,
