@@ -37,7 +37,6 @@ import numpy as np
 
 from .. import __version__
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from ..core.intrinsics import Intrinsics
 from ..core.metric_scale import ScaleTally
 from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
     format_signature
@@ -74,7 +73,6 @@ class Frame:
     log_time: int = 0           # bag input: the image message's log time (ns)
     camera_info: Any = None     # bag input: the CameraInfo used
     camera_info_note: str = ""
-    intrinsics: Intrinsics | None = None
     time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
     reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
 
@@ -217,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="horizontal FOV (deg) of the pinhole guess used without CameraInfo")
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
+    bag.add_argument("--input-rectified", action="store_true",
+                     help="the images are rectified (image_rect): use CameraInfo P, not K and D; "
+                          "without it, distorted raw images are rectified first")
     bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
                      "optional when the bag has only one")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
@@ -327,7 +328,8 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
         fit=args.fit, output_resolution=args.output_resolution,
         relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
         points_stride=args.points_stride, points_organized=args.points_organized,
-        fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source)
+        fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source,
+        input_rectified=args.input_rectified)
     problem = config.problem()
     if problem:
         raise CliError(problem)
@@ -498,7 +500,7 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
 def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
                 timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
-    from ..core.conversions import BadImageError, camera_info_to_intrinsics
+    from ..core.conversions import BadImageError
     image_ids = {c.id for c in image_conns}
     copy_ids = {c.id for c in copy_conns}
     wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
@@ -519,10 +521,8 @@ def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_in
         else:
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
-                        camera_info=info, camera_info_note=note,
-                        intrinsics=None if info is None else camera_info_to_intrinsics(info),
-                        time=stamp, reference=None if reference is None
-                        else reference.lookup(stamp))
+                        camera_info=info, camera_info_note=note, time=stamp,
+                        reference=None if reference is None else reference.lookup(stamp))
         index += 1
 
 
@@ -564,7 +564,7 @@ class _BagTarget(_Target):
         summary["not_copied"] = sorted(skipped)
 
     def frame(self, frame: Frame, products: Any) -> None:
-        self.sink.write(products, frame.header, frame.log_time, frame.camera_info)
+        self.sink.write(products, frame.header, frame.log_time)
 
     def copy(self, item: Copy) -> None:
         conn = self._copy.get(item.conn.id)
@@ -608,7 +608,7 @@ class _Overlap:
 
     def add_frame(self, frame: Frame) -> None:
         future = self._pool.submit(self._pipeline.infer, frame.image, frame.encoding,
-                                   self._request)
+                                   self._request, self._pipeline.camera_from_info(frame.camera_info))
         self._pending.append((frame, future))
         self._in_flight += 1
         self._drain(keep_frames=1)
@@ -660,7 +660,7 @@ def _run(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Cop
     scales = ScaleTally()
 
     def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, frame.intrinsics, scaler, frame.time, frame.reference)
+        products = pipeline.finish(raw, None, scaler, frame.time, frame.reference)
         scales.add(products.scale)
         with timer.stage("write"):
             target.frame(frame, products)
@@ -808,9 +808,11 @@ def _record_intrinsics(stats: RunStats, frame: Frame, products: Any) -> None:
             "published": {"fx": k.fx, "fy": k.fy, "cx": k.cx, "cy": k.cy, "width": k.width,
                           "height": k.height},
             "guessed": products.intrinsics_guessed,
-            "note": products.intrinsics_note or frame.camera_info_note}
+            "note": products.intrinsics_note or products.camera_note or frame.camera_info_note}
         if products.intrinsics_guessed and frame.camera_info is not None:
             warn(products.intrinsics_note)
+        if products.camera_note:
+            warn(products.camera_note)
 
 
 # ---- info ---------------------------------------------------------------------------------------
