@@ -4,9 +4,13 @@
     ros2 launch dense_perception depth.launch.py \
         config:=$(ros2 pkg prefix --share dense_perception)/config/tipsv2.yaml
     ros2 launch dense_perception depth.launch.py model:=/path/to/other_model.tflite
+    ros2 launch dense_perception depth.launch.py namespace:=robot1 rviz:=true \
+        fixed_frame:=camera_color_optical_frame
 
 Parameters come from the ``config`` YAML; the ``model`` and ``backend`` arguments override
-its model_path and backend only when they are given.
+its model_path and backend only when they are given. ``rviz:=true`` also starts RViz in the
+node's namespace (the config's topics are relative), with ``fixed_frame`` (the images'
+``header.frame_id``) as its fixed frame.
 """
 
 from launch import LaunchDescription
@@ -26,7 +30,7 @@ def _node(context):
     if arg("model"):
         overrides["model_path"] = arg("model")
     image = arg("image")
-    return [Node(
+    actions = [Node(
         package="dense_perception",
         executable="dense_perception_node",
         name="dense_perception",
@@ -41,6 +45,18 @@ def _node(context):
         output="screen",
         emulate_tty=True,
     )]
+    if arg("rviz").lower() in ("true", "1"):
+        actions.append(Node(
+            package="rviz2",
+            executable="rviz2",
+            name="rviz2",
+            namespace=arg("namespace"),
+            arguments=["-d", PathJoinSubstitution(
+                [FindPackageShare("dense_perception"), "config", "dense_perception.rviz"]),
+                "--fixed-frame", arg("fixed_frame")],
+            output="screen",
+        ))
+    return actions
 
 
 def generate_launch_description():
@@ -73,5 +89,13 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "namespace", default_value="",
             description="Namespace of the node and its output topics"),
+        DeclareLaunchArgument(
+            "rviz", default_value="false", choices=["true", "false"],
+            description="Also start RViz with config/dense_perception.rviz, in the node's "
+                        "namespace"),
+        DeclareLaunchArgument(
+            "fixed_frame", default_value="camera_optical_frame",
+            description="RViz fixed frame: the camera images' header.frame_id (e.g. "
+                        "camera_color_optical_frame), or any frame TF links to it"),
         OpaqueFunction(function=_node),
     ])

@@ -46,7 +46,8 @@ def test_many_bags_in_process_match_single_runs_and_resume(tmp_path, capsys):
     by_name, table = rows(out)
     assert set(by_name) == {"a", "b", "c.mcap", "d.mcap"} and len(table) == 4
     assert by_name["d.mcap"]["status"] == "failed"
-    assert "cannot read bag" in by_name["d.mcap"]["error"] and "\n" not in by_name["d.mcap"]["error"]
+    error = by_name["d.mcap"]["error"]
+    assert "cannot read bag" in error and "\n" not in error
     assert "d.mcap: failed: cannot read bag" in stdout
     for name, frames in bags["good"].items():
         row = by_name[name]

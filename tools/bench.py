@@ -21,11 +21,13 @@ from typing import Callable
 
 import numpy as np
 
+from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
 from dense_perception.core.pointcloud import depth_to_points, reference_points
 from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
+from dense_perception.core.timing import StageTimer
 from tools.scene import make_sample_scene, scene_intrinsics
 
 FRAME_SIZE = (1280, 720)
@@ -135,6 +137,26 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
         "host_stage_ms": round(host_stage_ms, 1),
         "host_stage_pct": round(100 * host_stage_ms / stages["inference"], 2),
     }
+
+
+def bench_rectify(model_path: str, threads: int, runs: int) -> dict:
+    """What rectifying a raw, distorted 1280x720 frame costs per frame: the pipeline's own "fit"
+    stage (crop + resize for a pinhole camera; one cached remap that also undistorts for a
+    plumb_bob camera with the same K), the two cameras in alternating rounds."""
+    frame = make_sample_scene(*FRAME_SIZE)
+    pinhole = CameraModel.pinhole(scene_intrinsics(*FRAME_SIZE))
+    distorted = CameraModel(width=pinhole.width, height=pinhole.height, k=pinhole.k,
+                            d=(-0.35, 0.12, 0.0, 0.0, 0.0), p=pinhole.p)
+    base = load_pipeline(model_path, "auto", "cpu", threads, log=lambda _: None)
+    pipes = {name: DensePipeline(base.runner, base.spec, base.config, StageTimer())
+             for name in ("pinhole", "distorted")}
+    cameras = {"pinhole": pinhole, "distorted": distorted}
+    fns = {name: (lambda n=name: pipes[n].infer(frame, "rgb8", Request(), cameras[n]))
+           for name in pipes}
+    interleaved_ms(fns, runs, after_warmup=lambda: [p.timer.clear() for p in pipes.values()])
+    fit = {name: p.timer.stats()["fit"].mean_ms for name, p in pipes.items()}
+    return {"fit_ms": round(fit["pinhole"], 2), "rectify_fit_ms": round(fit["distorted"], 2),
+            "rectify_cost_ms": round(fit["distorted"] - fit["pinhole"], 2)}
 
 
 def bench_pointcloud(runs: int) -> dict:
@@ -296,7 +318,11 @@ def table(results: dict) -> str:
             ("load_s_interpreter", "load, Interpreter (s)"),
             ("load_s_weight_cache_cold", "load, weight cache cold (s)"),
             ("load_s_weight_cache_warm", "load, weight cache warm (s)"),
-            ("rss_mb", "node RSS (MB)"), ("pointcloud_ms", "point cloud 896x504 (ms)"),
+            ("rss_mb", "node RSS (MB)"),
+            ("fit_ms", "fit 1280x720, pinhole (ms)"),
+            ("rectify_fit_ms", "fit 1280x720, rectifying (ms)"),
+            ("rectify_cost_ms", "rectification / frame (ms)"),
+            ("pointcloud_ms", "point cloud 896x504 (ms)"),
             ("pointcloud_reference_ms", "per-point loop (ms)"),
             ("scale_ground_plane_ms", "DA3 scale: ground plane (ms)"),
             ("scale_reference_dense_ms", "DA3 scale: dense reference (ms)"),
@@ -329,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {kind}-class model {model}, {args.threads} threads")
         r = bench_core(kind, model, args.threads, args.runs)
         r["bare_invoke_hz"] = round(1000.0 / r["bare_invoke_ms"], 4)
+        r.update(bench_rectify(model, args.threads, args.runs))
         r.update(bench_load(model, args.threads, Path(args.out)))
         r.update(bench_node(model, args.threads, args.node_seconds, args.runs, args.rounds))
         r["node_vs_quiet_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)

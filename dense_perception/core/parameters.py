@@ -92,6 +92,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               low=1, high=64, runtime=True),
     ParamSpec("points_organized", False, "Keep the image grid in the cloud (NaN for invalid "
               "pixels) instead of dropping invalid points.", runtime=True),
+    ParamSpec("input_rectified", False, "true: the image is rectified (image_rect), use "
+              "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
+              "here first when D is not zero.", runtime=True),
     ParamSpec("fallback_hfov_deg", 60.0, "Horizontal field of view for a guessed pinhole "
               "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",

@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="horizontal FOV (deg) of the pinhole guess used without CameraInfo")
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
+    bag.add_argument("--input-rectified", action="store_true",
+                     help="the images are rectified (image_rect): use CameraInfo P, not K and D; "
+                          "without it, distorted raw images are rectified first")
     bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
                      "optional when the bag has only one")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "

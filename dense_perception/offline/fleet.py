@@ -49,7 +49,7 @@ OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_fo
                   "no_points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
                   "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
                   "reference_depth_topic", "depth_scale_time_constant", "ground_max_tilt",
-                  "reference_depth_slop")
+                  "reference_depth_slop", "input_rectified")
 _GLOB = re.compile(r"[*?[]")
 
 

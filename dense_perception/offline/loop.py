@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..core.intrinsics import Intrinsics
 from ..core.metric_scale import ScaleTally
 from ..core.pipeline import DensePipeline, Request
 from . import console
@@ -41,7 +40,6 @@ class Frame:
     log_time: int = 0           # bag input: the image message's log time (ns)
     camera_info: Any = None     # bag input: the CameraInfo used
     camera_info_note: str = ""
-    intrinsics: Intrinsics | None = None
     time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
     reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
 
@@ -110,7 +108,7 @@ class BagTarget(Target):
         summary["not_copied"] = sorted(skipped)
 
     def frame(self, frame: Frame, products: Any) -> None:
-        self.sink.write(products, frame.header, frame.log_time, frame.camera_info)
+        self.sink.write(products, frame.header, frame.log_time)
 
     def copy(self, item: Copy) -> None:
         conn = self._copy.get(item.conn.id)
@@ -153,8 +151,9 @@ class _Overlap:
             self._write_copy(item)
 
     def add_frame(self, frame: Frame) -> None:
+        camera = self._pipeline.camera_from_info(frame.camera_info)
         future = self._pool.submit(self._pipeline.infer, frame.image, frame.encoding,
-                                   self._request)
+                                   self._request, camera)
         self._pending.append((frame, future))
         self._in_flight += 1
         self._drain(keep_frames=1)
@@ -214,7 +213,7 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     scales = ScaleTally()
 
     def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, frame.intrinsics, scaler, frame.time, frame.reference)
+        products = pipeline.finish(raw, None, scaler, frame.time, frame.reference)
         scales.add(products.scale)
         with timer.stage("write"):
             target.frame(frame, products)
@@ -356,8 +355,10 @@ def _record_intrinsics(stats: RunStats, frame: Frame, products: Any) -> None:
             "published": {"fx": k.fx, "fy": k.fy, "cx": k.cx, "cy": k.cy, "width": k.width,
                           "height": k.height},
             "guessed": products.intrinsics_guessed,
-            "note": products.intrinsics_note or frame.camera_info_note}
+            "note": products.intrinsics_note or products.camera_note or frame.camera_info_note}
         if products.intrinsics_guessed and frame.camera_info is not None:
             warn(products.intrinsics_note)
+        if products.camera_note:
+            warn(products.camera_note)
 
 

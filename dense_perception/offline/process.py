@@ -107,7 +107,8 @@ class ModelSession:
             fit=args.fit, output_resolution=args.output_resolution,
             relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
             points_stride=args.points_stride, points_organized=args.points_organized,
-            fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source)
+            fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source,
+            input_rectified=args.input_rectified)
         problem = self.config.problem()
         if problem:
             raise CliError(problem)
@@ -309,7 +310,7 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
 def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
                 timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
-    from ..core.conversions import BadImageError, camera_info_to_intrinsics
+    from ..core.conversions import BadImageError
     image_ids = {c.id for c in image_conns}
     copy_ids = {c.id for c in copy_conns}
     wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
@@ -330,10 +331,8 @@ def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_in
         else:
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
-                        camera_info=info, camera_info_note=note,
-                        intrinsics=None if info is None else camera_info_to_intrinsics(info),
-                        time=stamp, reference=None if reference is None
-                        else reference.lookup(stamp))
+                        camera_info=info, camera_info_note=note, time=stamp,
+                        reference=None if reference is None else reference.lookup(stamp))
         index += 1
 
 

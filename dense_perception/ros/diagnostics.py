@@ -27,6 +27,8 @@ class FrameStats:
     last_age_s: float = 0.0  # receive -> published, for the last frame
     camera_info: str = "none received"
     intrinsics_guessed: bool = False
+    camera_note: str = ""  # what of the CameraInfo is not honoured (e.g. unknown distortion)
+    camera_model: str = "-"  # which camera case the last frame was (raw / rectified, model)
     input_size: tuple[int, int] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -62,6 +64,8 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
         return DiagnosticStatus.WARN, scale_warning
     if stats.intrinsics_guessed:
         return DiagnosticStatus.WARN, f"point cloud geometry is a guess ({stats.camera_info})"
+    if stats.camera_note:
+        return DiagnosticStatus.WARN, f"point cloud geometry is approximate ({stats.camera_note})"
     if backend_note:
         return DiagnosticStatus.WARN, backend_note + " (set backend: cpu to make it the plan)"
     if not stats.processed:
@@ -88,6 +92,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "input size -> model size": f"{size} -> {model_size}",
         "fit": fit,
         "camera_info": stats.camera_info,
+        "camera model": stats.camera_model,
         "input rate (Hz)": f"{input_hz:.2f}",
         "output rate (Hz)": f"{output_hz:.2f}",
         "frames received": str(received),

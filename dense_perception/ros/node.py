@@ -32,8 +32,8 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from .diagnostics import FrameStats, build_diagnostics
 from ..core.frame_slot import FrameSlot
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.conversions import (BadImageError, camera_info_to_intrinsics, compressed_to_array,
-                                image_msg_to_array, image_to_array)
+from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
+                                image_to_array)
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages, request_for
 from . import messages
 from .messages import MESSAGE_CLASSES
@@ -68,6 +68,7 @@ class _Inferred:
     raw: RawFrame
     pipeline: DensePipeline
     values: dict[str, Any]
+    camera_info_source: str  # which CameraInfo was used (for diagnostics)
 
 
 class DensePerceptionNode(Node):
@@ -162,7 +163,8 @@ class DensePerceptionNode(Node):
             relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
             points_stride=values["points_stride"], points_organized=values["points_organized"],
             fallback_hfov_deg=values["fallback_hfov_deg"],
-            depth_scale_source=values["depth_scale_source"])
+            depth_scale_source=values["depth_scale_source"],
+            input_rectified=values["input_rectified"])
 
     @staticmethod
     def _scale_config(values: dict[str, Any]) -> ScaleConfig:
@@ -298,26 +300,31 @@ class DensePerceptionNode(Node):
             self._stats.rejected += 1
             self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
             return
-        raw = pipeline.infer(image, encoding, request)
-        self._finish_slot.put(_Inferred(frame, raw, pipeline, values))
+        # The camera is needed before inference: a distorted raw image is rectified first.
+        info, source = self._camera_infos.choose(stamp_ns(msg.header.stamp))
+        raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
+        self._finish_slot.put(_Inferred(frame, raw, pipeline, values, source))
 
     def _finish(self, item: _Inferred) -> None:
         header = item.frame.msg.header
-        info, source = self._camera_infos.choose(stamp_ns(header.stamp))
-        intrinsics = None if info is None else camera_info_to_intrinsics(info)
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
         reference = self._reference_for(stamp, item.values) if self._scaler is not None else None
-        products = item.pipeline.finish(item.raw, intrinsics, self._scaler, stamp, reference)
+        products = item.pipeline.finish(item.raw, None, self._scaler, stamp, reference)
         if products.scale is not None and products.scale.reason and self._scaler is not None:
             self._warn_once_per("scale", f"no depth scale from this frame: "
                                          f"{products.scale.reason}", period=10.0)
-        self._stats.camera_info = source if not products.intrinsics_guessed \
+        self._stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
             else products.intrinsics_note
         self._stats.intrinsics_guessed = products.intrinsics_guessed
-        if products.intrinsics_guessed and info is not None:
+        self._stats.camera_note = products.camera_note
+        self._stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
+            if products.intrinsics_guessed else item.raw.camera.describe()
+        if products.intrinsics_guessed and item.raw.camera is not None:
             self._warn_once_per("camera_info", products.intrinsics_note, period=10.0)
+        if products.camera_note:
+            self._warn_once_per("camera_note", products.camera_note, period=10.0)
         with self._timer.stage("publish"):
-            self._publish(products, header, item.values, source_info=info)
+            self._publish(products, header, item.values)
         self._stats.record_success(time.monotonic() - item.frame.received)
         self._stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         self._out_rate.tick()
@@ -337,11 +344,10 @@ class DensePerceptionNode(Node):
             self._warn_once_per("reference", f"reference depth ignored: {exc}")
             return None
 
-    def _publish(self, products: Any, header: Any, values: dict[str, Any],
-                 source_info: CameraInfo | None) -> None:
+    def _publish(self, products: Any, header: Any, values: dict[str, Any]) -> None:
         listened = [key for key, pub in self._pubs.items() if pub.get_subscription_count() > 0]
         for key, msg in product_messages(products, listened, header, messages,
-                                         values["depth_encoding"], source_info):
+                                         values["depth_encoding"]):
             self._pubs[key].publish(msg)
 
     # ---- diagnostics -------------------------------------------------------------------------
