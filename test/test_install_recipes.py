@@ -87,13 +87,13 @@ def test_offline_section_from_a_fresh_clone(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     script = "\n".join([*lines,
-                        "command -v dense-perception",
+                        'echo "FOUND $(command -v dense-perception)"',
                         "dense-perception --help",
                         f"cd {tmp_path} && dense-perception process {bag} --model "
                         f"{clone / 'models' / Path(TIPS_TEST_MODEL).name} --backend cpu "
                         f"--topic /cam/image_raw --out {tmp_path / 'out'}"])
     result = bash(script, clone, clean_env(home))
-    found = result.stdout.splitlines()[0] if result.stdout else ""
+    found = re.search(r"^FOUND (.*)$", result.stdout, re.M).group(1)
     assert Path(found).is_relative_to(home), f"dense-perception found at {found!r}, not the venv"
     assert "process" in result.stdout and "info" in result.stdout  # the sub-commands' help
     assert "3 frames" in result.stdout
@@ -149,12 +149,14 @@ def test_robot_recipe_on_debian_python(tmp_path):
         assert command.is_file() and os.access(command, os.X_OK), f"{command} not installed"
         shebang = command.read_text().splitlines()[0]
         assert shebang == f"#!{venv_python}", f"{name} runs {shebang}, not the venv's python"
-    help_text = bash(f"{lib / 'dense-perception'} --help", ws, env).stdout
+    # The README's next line: the workspace's setup script (colcon's; no ROS underneath here).
+    source = f"set +u; source {ws / 'install' / 'setup.bash'}; set -u; "
+    help_text = bash(source + f"{lib / 'dense-perception'} --help", ws, env).stdout
     assert "process" in help_text
     bag = write_bag(tmp_path / "bag", "mcap", frames=2)
     model = ws / "install" / "dense_perception" / "share" / "dense_perception" / "models" / \
         Path(TIPS_TEST_MODEL).name
-    bash(f"{lib / 'dense-perception'} process {bag} --model {model} --backend cpu "
+    bash(source + f"{lib / 'dense-perception'} process {bag} --model {model} --backend cpu "
          f"--topic /cam/image_raw --out {tmp_path / 'out'}", tmp_path, env)
     assert_tips_depth(tmp_path / "out", 2)
 
