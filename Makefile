@@ -6,7 +6,6 @@ VENV14 := .venv-litert14
 VENV_TORCH := .venv-bench
 BENCH_MODELS := .cache/bench_models
 VENV_JAZZY := .venv-jazzy
-VENV_PY310 := .venv-py310
 PY := $(VENV)/bin/python
 PY14 := $(VENV14)/bin/python
 # pip installs exactly the versions the tests ran (lock files from `make lock`).
@@ -30,7 +29,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-jazzy test-py310 test-install lock test-export torch-env demo bench soak models clean
+.PHONY: setup test test-jazzy test-py310 test-py312 test-install lock test-export torch-env demo bench soak models clean
 
 setup: $(VENV)/.ready
 
@@ -82,20 +81,29 @@ test-jazzy: $(VENV_JAZZY)/.ready
 	$(VENV_JAZZY)/bin/python -m pytest -q -m ros
 	$(VENV_JAZZY)/bin/python -m pytest -q test/test_messages.py test/test_ros_compat.py
 
-# Humble's Python (3.10): the tests that need no ROS, under a 3.10 interpreter when this machine
-# has one (Debian 12 packages none and PyPI ships no interpreter; pyenv's is used when present).
-PY310 ?= $(firstword $(foreach p,$(shell command -v python3.10) $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3.10),\
-	$(if $(shell $(p) -c 'import sys; print(sys.version_info[:2] == (3, 10))' 2>/dev/null | grep True),$(p))))
-$(VENV_PY310)/.ready: requirements.txt requirements-test.txt constraints-py310.txt setup.py setup.cfg
-	@echo "setup: Python 3.10 venv in $(VENV_PY310) ($(PY310))"
-	$(PY310) -m venv $(VENV_PY310) && $(VENV_PY310)/bin/pip install -q -c constraints-py310.txt \
-	  -r requirements-test.txt -e .
+# Other Pythons: Humble's (3.10) and Ubuntu 24.04's (3.12, where robots run Jazzy), each in a
+# venv of its own with ROS 2 Kilted's wheels (built for 3.10-3.12): the whole suite but the torch
+# export tests. Debian 12 packages neither Python and PyPI ships no interpreter: pyenv's are used
+# where this machine has them (the CI image does); elsewhere the target says so and passes.
+comma := ,
+PY_EXTRA := 310 312
+find_python = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) \
+	$(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1)),$(if $(shell $(p) -c \
+	'import sys; print(sys.version_info[:2] == ($(subst .,$(comma),$(1))))' 2>/dev/null | grep True),$(p))))
+dotted = 3.$(patsubst 3%,%,$(1))
+
+$(PY_EXTRA:%=.venv-py%/.ready): .venv-py%/.ready: requirements.txt requirements-test.txt \
+		requirements-ros.txt constraints-py%.txt setup.py setup.cfg
+	@echo "setup: Python $(call dotted,$*) venv with ROS 2 Kilted's wheels in .venv-py$*"
+	$(call find_python,$(call dotted,$*)) -m venv .venv-py$* && .venv-py$*/bin/pip install -q \
+	  -c constraints-py$*.txt -r requirements-test.txt -r requirements-ros.txt -e .
 	@touch $@
 
-test-py310:
-	@if [ -z "$(PY310)" ]; then echo "test-py310: no Python 3.10 interpreter on this machine; not run"; \
-	else $(MAKE) --no-print-directory $(VENV_PY310)/.ready && \
-	  $(VENV_PY310)/bin/python -m pytest -q -m "not ros and not export"; fi
+$(PY_EXTRA:%=test-py%): test-py%:
+	@if [ -z "$(call find_python,$(call dotted,$*))" ]; then \
+	  echo "test-py$*: no Python $(call dotted,$*) interpreter on this machine; not run"; \
+	else $(MAKE) --no-print-directory .venv-py$*/.ready && \
+	  .venv-py$*/bin/python -m pytest -q -m "not export"; fi
 
 # The install recipes of the README, each in a fresh venv: the offline section (pip install .,
 # then dense-perception on a bag) and the robot recipe on Debian's own externally managed
@@ -113,9 +121,14 @@ lock:
 	  -r requirements-test.txt -r requirements-ros.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints.txt
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
 	  -r requirements-test.txt -r requirements-jazzy.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints-jazzy.txt
-	@if [ -n "$(PY310)" ]; then rm -rf .venv-lock && $(PY310) -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	  -r requirements-test.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints-py310.txt; fi
+	@for v in $(PY_EXTRA); do p="$$($(MAKE) -s --no-print-directory which-python-$$v)"; \
+	  [ -z "$$p" ] || { rm -rf .venv-lock && $$p -m venv .venv-lock && .venv-lock/bin/pip install -q \
+	    -r requirements-test.txt -r requirements-ros.txt -e . && \
+	    .venv-lock/bin/python tools/freeze.py > constraints-py$$v.txt; } || exit 1; done
 	rm -rf .venv-lock
+
+$(PY_EXTRA:%=which-python-%): which-python-%:
+	@echo $(call find_python,$(call dotted,$*))
 
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
@@ -140,4 +153,4 @@ demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
-	rm -rf $(VENV) $(VENV14) $(VENV_JAZZY) $(VENV_PY310) $(VENV_TORCH) .cache demo_out bench_out soak_out .pytest_cache
+	rm -rf $(VENV) $(VENV14) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) .cache demo_out bench_out soak_out .pytest_cache

@@ -81,7 +81,8 @@ def test_every_runtime_requirement_is_pinned_to_a_range_and_locked():
                             "tqdm"}
     for name, spec in runtime.items():
         assert ">=" in spec and "<" in spec, f"{name} has no upper and lower bound: {spec!r}"
-    for lock in ("constraints.txt", "constraints-jazzy.txt", "constraints-py310.txt"):
+    for lock in ("constraints.txt", "constraints-jazzy.txt", "constraints-py310.txt",
+                 "constraints-py312.txt"):
         pins = dict(line.split("==") for line in (REPO / lock).read_text().splitlines()
                     if "==" in line and not line.startswith("#"))
         pins = {k.lower(): v for k, v in pins.items()}
