@@ -89,3 +89,37 @@ def test_every_runtime_requirement_is_pinned_to_a_range_and_locked():
         for name, spec in runtime.items():
             assert name in pins, f"{lock} does not pin {name}"
             assert pins[name] in SpecifierSet(spec), f"{lock}: {name} {pins[name]} not in {spec}"
+
+
+# rclpy API that Humble (rclpy 3.3) lacks, from the rclpy changelogs: Iron added the
+# event_handler module, BEST_AVAILABLE policies, the logger service, type hashes and service
+# introspection; Jazzy content filters; Kilted made rclpy.init a context manager.
+NOT_IN_HUMBLE = ("event_handler", "BEST_AVAILABLE", "enable_logger_service", "type_hash",
+                 "service_introspection", "content_filter_options", "ContentFilterOptions")
+
+
+def test_ros_layer_keeps_to_humbles_rclpy_api_outside_compat():
+    """What differs between distributions lives in ros/compat.py (with its fallbacks)."""
+    offenders = []
+    for path in [*(REPO / "dense_perception" / "ros").glob("*.py"),
+                 *(REPO / "launch").glob("*.launch.py")]:
+        if path.name == "compat.py":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Attribute):
+                names = [node.attr]
+            elif isinstance(node, ast.Name):
+                names = [node.id]
+            elif isinstance(node, ast.ImportFrom):
+                names = [*(node.module or "").split("."), *(a.name for a in node.names)]
+            elif isinstance(node, ast.keyword):
+                names = [node.arg or ""]
+            elif isinstance(node, ast.With):  # `with rclpy.init(...)` (Kilted only)
+                names = ["with rclpy.init()" for item in node.items
+                         if isinstance(item.context_expr, ast.Call)
+                         and getattr(item.context_expr.func, "attr", "") == "init"]
+            offenders += [f"{path.name}:{node.lineno}: {n}" for n in names
+                          if n in NOT_IN_HUMBLE or n == "with rclpy.init()"]
+    assert not offenders, f"post-Humble rclpy API outside ros/compat.py: {offenders}"
