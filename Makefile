@@ -6,8 +6,11 @@ VENV14 := .venv-litert14
 VENV_TORCH := .venv-bench
 VENV_FLEET := .venv-fleet
 BENCH_MODELS := .cache/bench_models
+VENV_JAZZY := .venv-jazzy
 PY := $(VENV)/bin/python
 PY14 := $(VENV14)/bin/python
+# pip installs exactly the versions the tests ran (lock files from `make lock`).
+PIP_LOCK := -c constraints.txt
 
 # DDS stays on this machine and on its own domain unless the caller chose otherwise.
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
@@ -27,23 +30,36 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-export test-fleet bench-fleet torch-env demo bench soak models clean
+.PHONY: setup test test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet torch-env demo bench soak models clean
 
 setup: $(VENV)/.ready
 
 # A sourced ROS 2 install (rclpy importable, e.g. /opt/ros/jazzy on a Pi 5 or a Jetson) is used
-# as it is; otherwise ROS 2 Kilted comes from pip wheels (x86_64, Python 3.10-3.12).
-$(VENV)/.ready: requirements.txt requirements-ros.txt
+# as it is, with its apt numpy and OpenCV (rosdep); otherwise ROS 2 Kilted comes from pip wheels
+# (x86_64, Python 3.10-3.12). Either way the package itself is installed editable, so
+# `dense-perception` and `dense_perception_node` are on the venv's PATH.
+$(VENV)/.ready: requirements.txt requirements-test.txt requirements-ros.txt requirements-robot.txt \
+		constraints.txt setup.py setup.cfg
 	@$(ENSURE_VENV)
 	@if $(PYTHON) -c "import rclpy" 2>/dev/null; then \
 	  echo "setup: using the sourced ROS 2 install ($$ROS_DISTRO) through a venv with system site packages"; \
 	  $(PYTHON) -m venv --system-site-packages $(VENV) && \
-	  $(VENV)/bin/pip install -q -r requirements.txt; \
+	  $(VENV)/bin/pip install -q -r requirements-robot.txt -r requirements-test.txt && \
+	  $(VENV)/bin/pip install -q --no-deps -e . ; \
 	else \
 	  echo "setup: no sourced ROS 2 found; installing ROS 2 Kilted from pip wheels into $(VENV)"; \
 	  $(PYTHON) -m venv $(VENV) && \
-	  $(VENV)/bin/pip install -q -r requirements.txt -r requirements-ros.txt; \
+	  $(VENV)/bin/pip install -q $(PIP_LOCK) -r requirements-test.txt -r requirements-ros.txt -e . ; \
 	fi
+	@touch $@
+
+# ROS 2 Jazzy (the LTS) from pip wheels, beside Kilted: `make test-jazzy`.
+$(VENV_JAZZY)/.ready: requirements.txt requirements-test.txt requirements-jazzy.txt \
+		constraints-jazzy.txt setup.py setup.cfg
+	@$(ENSURE_VENV)
+	@echo "setup: ROS 2 Jazzy from pip wheels in $(VENV_JAZZY)"
+	$(PYTHON) -m venv $(VENV_JAZZY) && $(VENV_JAZZY)/bin/pip install -q -c constraints-jazzy.txt \
+	  -r requirements-test.txt -r requirements-jazzy.txt -e .
 	@touch $@
 
 $(VENV14)/.ready: requirements-litert14.txt
@@ -60,6 +76,60 @@ test: setup $(VENV14)/.ready
 	$(PY) -m pytest -q
 	@echo "== runner, end-to-end and offline tests again under ai-edge-litert 1.4.0 =="
 	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_layout.py test/test_cli.py
+
+# The node tests over DDS again under ROS 2 Jazzy's wheels (rclpy 7.1), in their own venv.
+test-jazzy: $(VENV_JAZZY)/.ready
+	$(VENV_JAZZY)/bin/python -m pytest -q -m ros
+	$(VENV_JAZZY)/bin/python -m pytest -q test/test_messages.py test/test_ros_compat.py
+
+# Other Pythons: Humble's (3.10) and Ubuntu 24.04's (3.12, where robots run Jazzy), each in a
+# venv of its own with ROS 2 Kilted's wheels (built for 3.10-3.12): the whole suite but the torch
+# export tests. Debian 12 packages neither Python and PyPI ships no interpreter: pyenv's are used
+# where this machine has them (the CI image does); elsewhere the target says so and passes.
+comma := ,
+PY_EXTRA := 310 312
+find_python = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) \
+	$(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1)),$(if $(shell $(p) -c \
+	'import sys; print(sys.version_info[:2] == ($(subst .,$(comma),$(1))))' 2>/dev/null | grep True),$(p))))
+dotted = 3.$(patsubst 3%,%,$(1))
+
+$(PY_EXTRA:%=.venv-py%/.ready): .venv-py%/.ready: requirements.txt requirements-test.txt \
+		requirements-ros.txt constraints-py%.txt setup.py setup.cfg
+	@echo "setup: Python $(call dotted,$*) venv with ROS 2 Kilted's wheels in .venv-py$*"
+	$(call find_python,$(call dotted,$*)) -m venv .venv-py$* && .venv-py$*/bin/pip install -q \
+	  -c constraints-py$*.txt -r requirements-test.txt -r requirements-ros.txt -e .
+	@touch $@
+
+$(PY_EXTRA:%=test-py%): test-py%:
+	@if [ -z "$(call find_python,$(call dotted,$*))" ]; then \
+	  echo "test-py$*: no Python $(call dotted,$*) interpreter on this machine; not run"; \
+	else $(MAKE) --no-print-directory .venv-py$*/.ready && \
+	  .venv-py$*/bin/python -m pytest -q -m "not export"; fi
+
+# The install recipes of the README, each in a fresh venv: the offline section (pip install .,
+# then dense-perception on a bag) and the robot recipe on Debian's own externally managed
+# python3 (a --system-site-packages venv over apt's numpy/OpenCV, colcon with its python).
+ROBOT_APT := python3-venv python3-numpy python3-opencv python3-tqdm colcon
+test-install: setup
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s $(ROBOT_APT) >/dev/null 2>&1; then \
+	  echo "setup: apt packages of the robot recipe: $(ROBOT_APT)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(ROBOT_APT) >/dev/null; fi
+	DENSE_PERCEPTION_INSTALL_TESTS=1 $(PY) -m pytest -q test/test_install_recipes.py
+
+# Regenerate the lock files from fresh venvs that follow the ranges alone (then run the tests).
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
+	  -r requirements-test.txt -r requirements-ros.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints.txt
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
+	  -r requirements-test.txt -r requirements-jazzy.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints-jazzy.txt
+	@for v in $(PY_EXTRA); do p="$$($(MAKE) -s --no-print-directory which-python-$$v)"; \
+	  [ -z "$$p" ] || { rm -rf .venv-lock && $$p -m venv .venv-lock && .venv-lock/bin/pip install -q \
+	    -r requirements-test.txt -r requirements-ros.txt -e . && \
+	    .venv-lock/bin/python tools/freeze.py > constraints-py$$v.txt; } || exit 1; done
+	rm -rf .venv-lock
+
+$(PY_EXTRA:%=which-python-%): which-python-%:
+	@echo $(call find_python,$(call dotted,$*))
 
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
@@ -99,4 +169,4 @@ demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
-	rm -rf $(VENV) $(VENV14) $(VENV_TORCH) $(VENV_FLEET) .cache demo_out bench_out soak_out .pytest_cache
+	rm -rf $(VENV) $(VENV14) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) .cache demo_out bench_out soak_out .pytest_cache

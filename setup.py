@@ -1,10 +1,26 @@
-"""ament_python build of dense_perception (also installable with pip)."""
+"""ament_python build of dense_perception; also an ordinary pip package (`pip install .`).
+
+The runtime dependencies (with their tested version ranges) live in requirements.txt, read here,
+so `pip install .` and `pip install -r requirements.txt` cannot drift apart. colcon does not
+install them (it builds with --no-deps): on a robot they come from rosdep (package.xml) and pip
+(README, "Running on a robot").
+"""
 
 from glob import glob
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
 PACKAGE = "dense_perception"
+HERE = Path(__file__).resolve().parent
+
+
+def runtime_requirements() -> list[str]:
+    """The requirement lines of requirements.txt (comments and blank lines dropped)."""
+    lines = (HERE / "requirements.txt").read_text().splitlines()
+    return [line.split("#", 1)[0].strip() for line in lines
+            if line.split("#", 1)[0].strip()]
+
 
 setup(
     name=PACKAGE,
@@ -18,7 +34,8 @@ setup(
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
         (f"share/{PACKAGE}/models", glob("models/*.tflite") + glob("models/*.md")),
     ],
-    install_requires=["setuptools"],
+    python_requires=">=3.10",  # ROS 2 Humble's Python (Ubuntu 22.04)
+    install_requires=["setuptools", *runtime_requirements()],
     zip_safe=True,
     maintainer="dense_perception maintainers",
     maintainer_email="maintainers@dense-perception.dev",
@@ -27,6 +44,8 @@ setup(
     tests_require=["pytest"],
     extras_require={"fleet": ["ray[client]==2.60.0"]},
     entry_points={
+        # colcon puts these in lib/dense_perception/ (setup.cfg), where `ros2 run` looks;
+        # pip puts them in the environment's bin/.
         "console_scripts": [
             f"dense_perception_node = {PACKAGE}.ros.node:main",
             f"dense-perception = {PACKAGE}.offline.cli:main",

@@ -57,8 +57,10 @@ def _site_packages(prefix: Path) -> Path:
 @pytest.mark.slow
 def test_installed_layout(install_prefix):
     share = install_prefix / "share" / PACKAGE
-    node = install_prefix / "lib" / PACKAGE / "dense_perception_node"
-    assert node.is_file() and os.access(node, os.X_OK), f"{node} missing or not executable"
+    for name in ("dense_perception_node", "dense-perception"):
+        command = install_prefix / "lib" / PACKAGE / name
+        assert command.is_file() and os.access(command, os.X_OK), \
+            f"{command} missing or not executable"
     expected = [
         share / "package.xml",
         share / "launch" / "depth.launch.py",
@@ -91,6 +93,7 @@ def test_installed_python_package_has_its_data(install_prefix):
 def test_installed_package_finds_its_data_and_models(install_prefix, tmp_path):
     """Imported from the install (not the source tree): class names load and relative
     model paths resolve to share/dense_perception/models through the ament index."""
+    pytest.importorskip("ament_index_python")
     env = dict(os.environ, PYTHONPATH=str(_site_packages(install_prefix)),
                AMENT_PREFIX_PATH=str(install_prefix))
     code = ("import dense_perception, dense_perception.core.postprocess as p;"
@@ -105,3 +108,20 @@ def test_installed_package_finds_its_data_and_models(install_prefix, tmp_path):
     assert Path(module_file).is_relative_to(install_prefix), module_file
     assert classes == "150"
     assert Path(model) == install_prefix / "share" / PACKAGE / "models" / "test_da3_small.tflite"
+
+
+@pytest.mark.slow
+def test_ros2_run_finds_the_offline_command(install_prefix, tmp_path):
+    """`ros2 run dense_perception dense-perception ...`: ros2run runs the executable of that name
+    under <prefix>/lib/<package>/ (ros2pkg.api.get_executable_paths); run it the same way, with
+    the PYTHONPATH that install/setup.bash sets."""
+    lib = install_prefix / "lib" / PACKAGE
+    executables = {p.name for p in lib.iterdir() if p.is_file() and os.access(p, os.X_OK)}
+    assert {"dense-perception", "dense_perception_node"} <= executables
+    env = dict(os.environ, PYTHONPATH=str(_site_packages(install_prefix)),
+               AMENT_PREFIX_PATH=str(install_prefix))
+    model = install_prefix / "share" / PACKAGE / "models" / "test_da3_small.tflite"
+    result = subprocess.run([str(lib / "dense-perception"), "info", str(model)], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Depth Anything 3" in result.stdout

@@ -19,16 +19,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 import rclpy
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                SetParametersResult)
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, QoSProfile,
                        qos_profile_sensor_data)
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
+from . import compat
 from .diagnostics import FrameStats, build_diagnostics
 from ..core.frame_slot import FrameSlot
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
@@ -143,18 +142,10 @@ class DensePerceptionNode(Node):
     # ---- set-up ----------------------------------------------------------------------------
     def _declare_parameters(self) -> None:
         for spec in PARAMS:
-            descriptor = ParameterDescriptor(description=spec.description)
-            if spec.choices:
-                descriptor.additional_constraints = "one of: " + ", ".join(spec.choices)
-            if spec.low is not None and isinstance(spec.default, float):
-                descriptor.floating_point_range = [FloatingPointRange(
-                    from_value=float(spec.low), to_value=float(spec.high), step=0.0)]
-            elif spec.low is not None and isinstance(spec.default, int) \
-                    and not isinstance(spec.default, bool):
-                descriptor.integer_range = [IntegerRange(
-                    from_value=int(spec.low), to_value=int(spec.high), step=1)]
-            descriptor.read_only = False
-            self.declare_parameter(spec.name, spec.default, descriptor)
+            numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
+            self.declare_parameter(spec.name, spec.default, compat.parameter_descriptor(
+                spec.description, choices=spec.choices, low=spec.low if numeric else None,
+                high=spec.high, floating=isinstance(spec.default, float)))
 
     @staticmethod
     def _pipeline_config(values: dict[str, Any]) -> PipelineConfig:
@@ -192,10 +183,9 @@ class DensePerceptionNode(Node):
         products = [key for group in OUTPUT_GROUPS.values()
                     if spec.output_index(group.model_output) is not None and values[group.switch]
                     for key in group.products]
-        qos = {"qos_overriding_options": QoSOverridingOptions.with_default_policies()}
         self._pubs: dict[str, Any] = {
             key: self.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]], OUTPUTS[key][0],
-                                       PUBLISHER_QOS, **qos)
+                                       **compat.overridable(PUBLISHER_QOS))
             for key in products if key != "classes"}
         if "classes" in products:
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -207,18 +197,17 @@ class DensePerceptionNode(Node):
                                "provided by this model; enable at least one")
 
     def _create_subscriptions(self, values: dict[str, Any]) -> None:
-        qos = {"qos_overriding_options": QoSOverridingOptions.with_default_policies()}
+        qos = qos_profile_sensor_data
         if values["input_compressed"]:
             self.create_subscription(CompressedImage, "image/compressed", self._on_image,
-                                     qos_profile_sensor_data, **qos)
+                                     **compat.overridable(qos))
         else:
-            self.create_subscription(Image, "image", self._on_image, qos_profile_sensor_data,
-                                     **qos)
+            self.create_subscription(Image, "image", self._on_image, **compat.overridable(qos))
         self.create_subscription(CameraInfo, "camera_info", self._on_camera_info,
-                                 qos_profile_sensor_data, **qos)
+                                 **compat.overridable(qos))
         if self._scaler is not None and values["depth_scale_source"] == "reference_depth":
             self.create_subscription(Image, "reference_depth", self._on_reference,
-                                     qos_profile_sensor_data, **qos)
+                                     **compat.overridable(qos))
 
     # ---- callbacks (executor thread) -----------------------------------------------------------
     def _on_image(self, msg: Image | CompressedImage) -> None:
