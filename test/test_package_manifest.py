@@ -19,6 +19,8 @@ ROSDEP_KEYS = {"numpy": "python3-numpy", "cv2": "python3-opencv", "tqdm": "pytho
                "yaml": "python3-yaml"}
 # Python module -> pip distribution, for what has no rosdep key.
 PIP_ONLY = {"ai_edge_litert": "ai-edge-litert", "rosbags": "rosbags"}
+# Python module -> the pip extra that brings it (optional features, imported lazily; never the node).
+EXTRAS = {"ray": "fleet"}
 ROBOT_CODE = [*(REPO / "dense_perception").glob("core/*.py"),
               *(REPO / "dense_perception").glob("ros/*.py"),
               *(REPO / "dense_perception").glob("offline/*.py"),
@@ -56,13 +58,19 @@ def test_every_import_of_the_robot_code_is_declared():
     modules = imported_modules(ROBOT_CODE)
     assert {"rclpy", "sensor_msgs", "numpy", "cv2", "rosbags", "ai_edge_litert"} <= modules
     exec_depends = manifest("exec_depend")
-    undeclared = sorted(m for m in modules - set(PIP_ONLY)
+    undeclared = sorted(m for m in modules - set(PIP_ONLY) - set(EXTRAS)
                         if ROSDEP_KEYS.get(m, m) not in exec_depends)
     assert not undeclared, f"imported but not in package.xml: {undeclared}"
     unused = sorted(key for key in exec_depends
                     if key not in {ROSDEP_KEYS.get(m, m) for m in modules}
                     and key != "lifecycle_msgs")  # used through rclpy.lifecycle
     assert not unused, f"in package.xml but never imported: {unused}"
+
+
+def test_optional_imports_are_pip_extras():
+    setup_py = (REPO / "setup.py").read_text()
+    for module, extra in EXTRAS.items():
+        assert re.search(rf'"{extra}":\s*\["{module}', setup_py), f"{module}: no '{extra}' extra"
 
 
 def test_pip_only_packages_are_what_the_robot_venv_installs():
