@@ -1,7 +1,16 @@
 """dense_perception: dense depth, normals and segmentation from a camera stream with LiteRT.
 
-The modules below ``node`` and ``messages`` form a ROS-free core (fit, preprocess, runner,
-postprocess, pointcloud, timing, pipeline) that can be used without rclpy.
+The folders are the layers; each may use the ones above it, never the ones below:
+
+- ``core``: everything a frame goes through, with no ROS and no torch (model descriptions,
+  tflite file reading, camera model and fit, preprocessing, the LiteRT runner, post-processing,
+  point clouds, the product table, timing, and ``pipeline``, one frame end to end).
+- ``ros``: the node (rclpy): parameters, subscriptions, publishing, diagnostics.
+- ``offline``: the ``dense-perception`` command over images, videos and rosbag2 (no ROS install).
+- ``export``: the DA3 exporter; the only place torch is imported (in its own environment).
+
+The benchmark, load generator, demo and soak scripts live in the repository's ``tools/`` and
+are not installed.
 """
 
 __version__ = "0.1.0"

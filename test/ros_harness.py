@@ -16,7 +16,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header
 
-from dense_perception.core.conversions import OUTPUTS
+from dense_perception.core.products import OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image
 from dense_perception.ros.node import DensePerceptionNode
 

@@ -3,7 +3,7 @@
 import re
 
 from conftest import REPO
-from dense_perception.core.conversions import OUTPUTS
+from dense_perception.core.products import OUTPUTS
 from dense_perception.core.parameters import PARAMS
 
 README = (REPO / "README.md").read_text()

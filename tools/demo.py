@@ -35,8 +35,8 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header, String
 
 from dense_perception.core import postprocess as post
-from dense_perception.core.conversions import (OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, cloud_to_points, image_msg_to_array,
-                          image_to_array)
+from dense_perception.core.conversions import cloud_to_points, image_msg_to_array, image_to_array
+from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS, available_groups
 from dense_perception.offline.fileio import write_ply
 from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
 from dense_perception.core.models import ModelSignatureError, ModelSpec, detect_model_spec
@@ -174,7 +174,7 @@ def model_spec(model: Path) -> ModelSpec:
 def expected_topics(spec: ModelSpec) -> dict[str, type]:
     """Every output topic the node publishes for ``spec`` (segmentation/classes excluded)."""
     return {OUTPUTS[key][0]: MESSAGE_CLASSES[OUTPUTS[key][1]]
-            for out in spec.outputs for key in PRODUCTS_BY_MODEL_OUTPUT[out.kind]
+            for group in available_groups(spec) for key in OUTPUT_GROUPS[group].products
             if key != "classes"}
 
 

@@ -22,7 +22,7 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
-from dense_perception.core.conversions import OUTPUTS
+from dense_perception.core.products import OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
 from tools.scene import make_sample_scene, scene_intrinsics
 

@@ -3,7 +3,8 @@
 Reading works on any object with the fields of sensor_msgs Image / CompressedImage /
 CameraInfo / PointCloud2 (rclpy's messages or the ``rosbags`` library's). Writing returns the
 field values; ``messages`` (rclpy) and ``bagio`` (rosbags) only build their own message objects
-from them, so the layouts are defined once, here.
+from them, so the layouts are defined once, here. Which products exist and which message each
+becomes is in ``products.py``.
 """
 
 from __future__ import annotations
@@ -17,28 +18,6 @@ from .intrinsics import Intrinsics
 from .preprocess import PIXEL_FORMATS
 
 POINT_FIELD_FLOAT32 = 7  # sensor_msgs/PointField.FLOAT32
-
-# Output key -> (topic relative to the node's namespace, message type, image encoding).
-# The node's publishers and the offline command's bag topics both come from this table.
-OUTPUTS: dict[str, tuple[str, str, str]] = {
-    "depth": ("depth/image", "sensor_msgs/msg/Image", "32FC1"),
-    "depth_info": ("depth/camera_info", "sensor_msgs/msg/CameraInfo", ""),
-    "depth_colored": ("depth/colored", "sensor_msgs/msg/Image", "bgr8"),
-    "normals": ("normals/image", "sensor_msgs/msg/Image", "32FC3"),
-    "normals_colored": ("normals/colored", "sensor_msgs/msg/Image", "rgb8"),
-    "labels": ("segmentation/labels", "sensor_msgs/msg/Image", "mono8"),
-    "labels_colored": ("segmentation/colored", "sensor_msgs/msg/Image", "rgb8"),
-    "classes": ("segmentation/classes", "std_msgs/msg/String", ""),
-    "points": ("points", "sensor_msgs/msg/PointCloud2", ""),
-}
-# Model output kind -> the products (keys of OUTPUTS) it feeds.
-PRODUCTS_BY_MODEL_OUTPUT: dict[str, tuple[str, ...]] = {
-    "depth": ("depth", "depth_info", "depth_colored", "points"),
-    "normals": ("normals", "normals_colored"),
-    "segmentation_logits": ("labels", "labels_colored", "classes"),
-}
-# Products that become Image messages, with their encodings (depth may also be 16UC1).
-IMAGE_OUTPUTS = {key: enc for key, (_, _, enc) in OUTPUTS.items() if enc and key != "depth"}
 
 _ENCODING_DTYPES = {"32FC1": (np.float32, 1), "32FC3": (np.float32, 3),
                     "16UC1": (np.uint16, 1), "mono8": (np.uint8, 1), "rgb8": (np.uint8, 3),

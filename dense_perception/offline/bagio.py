@@ -13,8 +13,7 @@ Output topics live in the namespace of the input image topic, with the node's na
 
 from __future__ import annotations
 
-import bisect
-import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,9 +24,10 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from ..core import postprocess as post
-from ..core.conversions import (IMAGE_OUTPUTS, OUTPUTS, BadImageError, camera_info_fields,
-                          cloud_fields, compressed_to_array, image_fields, image_to_array)
+from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.conversions import (BadImageError, camera_info_fields, cloud_fields,
+                                compressed_to_array, image_fields, image_to_array)
+from ..core.products import OUTPUTS, classes_message, product_messages
 from ..core.intrinsics import Intrinsics
 
 IMAGE = "sensor_msgs/msg/Image"
@@ -42,7 +42,6 @@ BAG_SUFFIXES = (".mcap", ".db3")
 # Output key -> (topic relative to the image topic's namespace, message type): the node's.
 OUTPUT_TOPICS: dict[str, tuple[str, str]] = {key: (topic, msgtype)
                                              for key, (topic, msgtype, _) in OUTPUTS.items()}
-IMAGE_ENCODINGS = IMAGE_OUTPUTS
 
 
 def _typestore():
@@ -83,7 +82,7 @@ def one_line(exc: BaseException | str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-# ---- rosbags messages from the shared layouts (conversions.py) -----------------------------
+# ---- rosbags messages from the shared layouts (this module is a products.MessageBuilder) -------------------------
 def message_to_frame(msgtype: str, msg: Any) -> tuple[np.ndarray, str]:
     """(frame, encoding) from a deserialised Image or CompressedImage."""
     if msgtype == COMPRESSED_IMAGE:
@@ -104,6 +103,11 @@ def intrinsics_to_camera_info(k: Intrinsics, header: Any, source: Any = None) ->
         header=header, binning_x=0, binning_y=0,
         roi=RegionOfInterest(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False),
         **fields)
+
+
+def string(text: str) -> Any:
+    """A std_msgs/String."""
+    return StringMsg(data=text)
 
 
 def points_to_cloud(points: np.ndarray, header: Any) -> Any:
@@ -260,43 +264,26 @@ class BagInput:
             pass
 
 
-def stamp_key(header: Any) -> tuple[int, int]:
-    return int(header.stamp.sec), int(header.stamp.nanosec)
-
-
 class CameraInfoIndex:
-    """Every CameraInfo of a topic, read once up front, so a frame finds its own even when the
-    CameraInfo was logged after the image.
-
-    Lookup: the CameraInfo with the image's stamp, else the latest one logged at or before the
-    image, else the first one in the bag (frames before the first CameraInfo).
-    """
+    """Every CameraInfo of a topic, read once up front (kept serialised until chosen), so a
+    frame finds its own even when the CameraInfo was logged after the image. The choice is
+    the node's (:mod:`~dense_perception.core.camera_info_choice`)."""
 
     def __init__(self, bag: BagInput, connections: list[Any]) -> None:
-        self._bag = bag
-        self._by_stamp: dict[tuple[int, int], tuple[Any, bytes]] = {}
-        self._times: list[int] = []
-        self._by_time: list[tuple[Any, bytes]] = []
-        for conn, log_time, data in (bag.messages(connections) if connections else ()):
+        self._history: CameraInfoHistory[tuple[Any, bytes]] = CameraInfoHistory()
+        for conn, _, data in (bag.messages(connections) if connections else ()):
             try:
                 msg = TYPESTORE.deserialize_cdr(data, conn.msgtype)
             except Exception:  # noqa: BLE001 - a bad CameraInfo is skipped like a missing one
                 continue
-            self._by_stamp[stamp_key(msg.header)] = (conn, data)
-            self._times.append(log_time)
-            self._by_time.append((conn, data))
-        self.count = len(self._times)
+            self._history.add(stamp_ns(msg.header.stamp), (conn, data))
+        self.count = len(self._history)
 
-    def lookup(self, header: Any, log_time: int) -> tuple[Any | None, str]:
-        """(CameraInfo or None, how it was chosen)."""
-        if not self._times:
-            return None, "none in the bag"
-        hit = self._by_stamp.get(stamp_key(header))
-        note = "matched image stamp"
+    def lookup(self, header: Any) -> tuple[Any | None, str]:
+        """(CameraInfo or None, how it was chosen) for an image with this header."""
+        hit, note = self._history.choose(stamp_ns(header.stamp))
         if hit is None:
-            i = bisect.bisect_right(self._times, log_time) - 1
-            hit, note = (self._by_time[i], "latest (no stamp match)") if i >= 0 else \
-                (self._by_time[0], "first in the bag (none before this frame)")
+            return None, note
         conn, data = hit
         return TYPESTORE.deserialize_cdr(data, conn.msgtype), note
 
@@ -377,22 +364,8 @@ class BagSink:
     def write(self, products: Any, header: Any, log_time: int, source_info: Any = None) -> None:
         topics, write = self.topics, self.out.write
         if "classes" in topics and not self._classes_written:
-            write(topics["classes"], StringMsg(data=json.dumps(list(post.ade20k_class_names()))),
-                  log_time)
+            write(topics["classes"], classes_message(sys.modules[__name__]), log_time)
             self._classes_written = True
-        if products.depth is not None and "depth" in topics:
-            if self.depth_encoding == "16UC1":
-                msg = array_to_image(post.depth_to_millimetres(products.depth), "16UC1", header)
-            else:
-                msg = array_to_image(products.depth, "32FC1", header)
-            write(topics["depth"], msg, log_time)
-        if products.intrinsics is not None and "depth_info" in topics:
-            write(topics["depth_info"], intrinsics_to_camera_info(
-                products.intrinsics, header,
-                None if products.intrinsics_guessed else source_info), log_time)
-        for key, encoding in IMAGE_ENCODINGS.items():
-            image = getattr(products, key)
-            if image is not None and key in topics:
-                write(topics[key], array_to_image(image, encoding, header), log_time)
-        if products.points is not None and "points" in topics:
-            write(topics["points"], points_to_cloud(products.points, header), log_time)
+        for key, msg in product_messages(products, topics, header, sys.modules[__name__],
+                                         self.depth_encoding, source_info):
+            write(topics[key], msg, log_time)

@@ -42,19 +42,13 @@ from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_mo
     format_signature
 from ..core.parameters import PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import (BACKENDS, ModelLoadError, check_model_file, litert_version, open_runner,
                      resolve_model_path)
 from ..core.timing import StageTimer
 
 PROG = "dense-perception"
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
-# --outputs groups -> (output keys, the model output they need)
-OUTPUT_GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
-    "depth": (("depth", "depth_info", "depth_colored"), "depth"),
-    "normals": (("normals", "normals_colored"), "normals"),
-    "seg": (("labels", "labels_colored", "classes"), "segmentation_logits"),
-    "points": (("points",), "depth"),
-}
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
 TIMER_WINDOW = 1_000_000  # keep every frame's stage times: summary.json covers the whole run
@@ -273,7 +267,7 @@ def _error(exc: BaseException | str) -> None:
 
 def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
     """(groups, output keys) for ``--outputs`` on this model; CliError when it cannot give one."""
-    available = [g for g, (_, kind) in OUTPUT_GROUPS.items() if spec.output_index(kind) is not None]
+    available = available_groups(spec)
     if text.strip() in ("", "all"):
         groups = available
     else:
@@ -288,15 +282,8 @@ def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
                                f"gives: {', '.join(available)}")
             if name not in groups:
                 groups.append(name)
-    keys = [k for g in groups for k in OUTPUT_GROUPS[g][0]]
+    keys = [k for g in groups for k in OUTPUT_GROUPS[g].products]
     return groups, keys
-
-
-def request_for(groups: list[str], points_rgb: bool) -> Request:
-    return Request(depth="depth" in groups, depth_colored="depth" in groups,
-                   normals="normals" in groups, normals_colored="normals" in groups,
-                   labels="seg" in groups, labels_colored="seg" in groups,
-                   points="points" in groups, points_rgb="points" in groups and points_rgb)
 
 
 # ---- process ------------------------------------------------------------------------------------
@@ -347,7 +334,7 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, args.model_type,
                              source=f"model file '{model_path}'")
     groups, keys = parse_outputs(args.outputs, spec)
-    request = request_for(groups, points_rgb=not args.no_points_rgb)
+    request = request_for(keys, points_rgb=not args.no_points_rgb)
 
     in_path = Path(args.input)
     kind = input_kind(in_path)
@@ -517,7 +504,7 @@ def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_in
             with timer.stage("read"):
                 msg = bag.decode(conn, data)
                 image, encoding = message_to_frame(conn.msgtype, msg)
-                info, note = info_index.lookup(msg.header, log_time)
+                info, note = info_index.lookup(msg.header)
         except BadImageError as exc:
             yield Frame(index, stem, None, problem=str(exc), log_time=log_time)
         else:

@@ -15,7 +15,7 @@ from std_msgs.msg import Header, String
 from ..core.conversions import camera_info_fields, cloud_fields, image_fields
 from ..core.intrinsics import Intrinsics
 
-# rclpy message classes by the type names of conversions.OUTPUTS.
+# rclpy message classes by the type names of products.OUTPUTS.
 MESSAGE_CLASSES: dict[str, type] = {
     "sensor_msgs/msg/Image": Image, "sensor_msgs/msg/CameraInfo": CameraInfo,
     "sensor_msgs/msg/PointCloud2": PointCloud2, "std_msgs/msg/String": String}
@@ -53,3 +53,8 @@ def points_to_cloud(points: np.ndarray, header: Header) -> PointCloud2:
     msg = PointCloud2(header=header, **fields)
     msg.data = _byte_array(data)
     return msg
+
+
+def string(text: str) -> String:
+    """A std_msgs/String."""
+    return String(data=text)

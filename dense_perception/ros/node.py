@@ -7,14 +7,12 @@ model and publishes, so a 1-4 s model never builds a backlog behind a 30 fps cam
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
 import sys
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -29,14 +27,15 @@ from rclpy.qos import (DurabilityPolicy, QoSProfile,
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
-from std_msgs.msg import String
 
-from ..core import postprocess as post
 from .diagnostics import FrameStats, build_diagnostics
 from ..core.frame_slot import FrameSlot
-from ..core.conversions import (IMAGE_OUTPUTS, OUTPUTS, PRODUCTS_BY_MODEL_OUTPUT, BadImageError,
-                          camera_info_to_intrinsics, compressed_to_array, image_to_array)
-from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info, points_to_cloud
+from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.conversions import (BadImageError, camera_info_to_intrinsics, compressed_to_array,
+                                image_to_array)
+from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages, request_for
+from . import messages
+from .messages import MESSAGE_CLASSES
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
@@ -46,12 +45,6 @@ from ..core.timing import RateMeter
 NODE_NAME = "dense_perception"
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
 CAMERA_INFO_HISTORY = 30
-# The parameter that switches each product on or off.
-PUBLISH_SWITCH = {"depth": "publish_depth", "depth_info": "publish_depth",
-                  "depth_colored": "publish_depth", "points": "publish_points",
-                  "normals": "publish_normals", "normals_colored": "publish_normals",
-                  "labels": "publish_segmentation", "labels_colored": "publish_segmentation",
-                  "classes": "publish_segmentation"}
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
 
 
@@ -109,7 +102,7 @@ class DensePerceptionNode(Node):
         self._slot: FrameSlot[_Frame] = FrameSlot()
         self._in_rate, self._out_rate = RateMeter(), RateMeter()
         self._stats = FrameStats()
-        self._camera_infos: deque[CameraInfo] = deque(maxlen=CAMERA_INFO_HISTORY)
+        self._camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         self._warned: dict[str, float] = {}
         self._create_publishers(values)
         self._create_subscriptions(values)
@@ -160,9 +153,9 @@ class DensePerceptionNode(Node):
 
     def _create_publishers(self, values: dict[str, Any]) -> None:
         spec = self._spec
-        products = [key for kind, keys in PRODUCTS_BY_MODEL_OUTPUT.items()
-                    if spec.output_index(kind) is not None for key in keys
-                    if values[PUBLISH_SWITCH[key]]]
+        products = [key for group in OUTPUT_GROUPS.values()
+                    if spec.output_index(group.model_output) is not None and values[group.switch]
+                    for key in group.products]
         qos = {"qos_overriding_options": QoSOverridingOptions.with_default_policies()}
         self._pubs: dict[str, Any] = {
             key: self.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]], OUTPUTS[key][0],
@@ -170,8 +163,9 @@ class DensePerceptionNode(Node):
             for key in products if key != "classes"}
         if "classes" in products:
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self._classes_pub = self.create_publisher(String, OUTPUTS["classes"][0], latched)
-            self._classes_pub.publish(String(data=json.dumps(list(post.ade20k_class_names()))))
+            self._classes_pub = self.create_publisher(MESSAGE_CLASSES[OUTPUTS["classes"][1]],
+                                                      OUTPUTS["classes"][0], latched)
+            self._classes_pub.publish(classes_message(messages))
         if not self._pubs:
             raise StartupError("every output is switched off (publish_* parameters) or not "
                                "provided by this model; enable at least one")
@@ -193,7 +187,7 @@ class DensePerceptionNode(Node):
         self._slot.put(_Frame(msg, time.monotonic()))
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
-        self._camera_infos.append(msg)
+        self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
 
     def _on_set_parameters(self, params: list) -> SetParametersResult:
         changes = {}
@@ -241,16 +235,8 @@ class DensePerceptionNode(Node):
 
     def _request(self, values: dict[str, Any]) -> Request | None:
         """What to compute for the current subscribers; None when nobody listens."""
-        def wanted(key: str) -> bool:
-            pub = self._pubs.get(key)
-            return pub is not None and pub.get_subscription_count() > 0
-
-        request = Request(
-            depth=wanted("depth") or wanted("depth_info"),
-            depth_colored=wanted("depth_colored"),
-            normals=wanted("normals"), normals_colored=wanted("normals_colored"),
-            labels=wanted("labels"), labels_colored=wanted("labels_colored"),
-            points=wanted("points"), points_rgb=wanted("points") and values["points_rgb"])
+        request = request_for((key for key, pub in self._pubs.items()
+                               if pub.get_subscription_count() > 0), values["points_rgb"])
         return request if any(vars(request).values()) else None
 
     def _infer(self, frame: _Frame) -> None:
@@ -275,7 +261,7 @@ class DensePerceptionNode(Node):
 
     def _finish(self, item: _Inferred) -> None:
         header = item.frame.msg.header
-        info, source = self._camera_info_for(header.stamp)
+        info, source = self._camera_infos.choose(stamp_ns(header.stamp))
         intrinsics = None if info is None else camera_info_to_intrinsics(info)
         products = item.pipeline.finish(item.raw, intrinsics)
         self._stats.camera_info = source if not products.intrinsics_guessed \
@@ -289,36 +275,12 @@ class DensePerceptionNode(Node):
         self._stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         self._out_rate.tick()
 
-    def _camera_info_for(self, stamp: Any) -> tuple[CameraInfo | None, str]:
-        """The CameraInfo with the image's stamp, else the latest one, and which it was."""
-        infos = list(self._camera_infos)
-        if not infos:
-            return None, "none received"
-        for info in reversed(infos):
-            if info.header.stamp == stamp:
-                return info, "matched image stamp"
-        return infos[-1], "latest (no stamp match)"
-
     def _publish(self, products: Any, header: Any, values: dict[str, Any],
                  source_info: CameraInfo | None) -> None:
-        pubs = self._pubs
-        if products.depth is not None:
-            if "depth" in pubs and pubs["depth"].get_subscription_count():
-                if values["depth_encoding"] == "16UC1":
-                    pubs["depth"].publish(array_to_image(
-                        post.depth_to_millimetres(products.depth), "16UC1", header))
-                else:
-                    pubs["depth"].publish(array_to_image(products.depth, "32FC1", header))
-            if "depth_info" in pubs and products.intrinsics is not None:
-                pubs["depth_info"].publish(intrinsics_to_camera_info(
-                    products.intrinsics, header, None if products.intrinsics_guessed
-                    else source_info))
-        for key, encoding in IMAGE_OUTPUTS.items():
-            image = getattr(products, key)
-            if image is not None and key in pubs:
-                pubs[key].publish(array_to_image(image, encoding, header))
-        if products.points is not None and "points" in pubs:
-            pubs["points"].publish(points_to_cloud(products.points, header))
+        listened = [key for key, pub in self._pubs.items() if pub.get_subscription_count() > 0]
+        for key, msg in product_messages(products, listened, header, messages,
+                                         values["depth_encoding"], source_info):
+            self._pubs[key].publish(msg)
 
     # ---- diagnostics -------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:

@@ -1,0 +1,111 @@
+"""What the pipeline can produce, and how each product becomes a message (ROS-free).
+
+One table serves the node (publishers, ``publish_*`` switches), the offline command (bag
+topics, ``--outputs`` groups) and the tools, and one function turns a frame's products into
+messages for any message library: rclpy's (``ros/messages.py``) or rosbags' (``offline/bagio.py``)
+supply a :class:`MessageBuilder`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Protocol
+
+import numpy as np
+
+from . import postprocess as post
+from .intrinsics import Intrinsics
+from .pipeline import Products, Request
+
+# Product key -> (topic relative to the node's namespace, message type, image encoding).
+OUTPUTS: dict[str, tuple[str, str, str]] = {
+    "depth": ("depth/image", "sensor_msgs/msg/Image", "32FC1"),
+    "depth_info": ("depth/camera_info", "sensor_msgs/msg/CameraInfo", ""),
+    "depth_colored": ("depth/colored", "sensor_msgs/msg/Image", "bgr8"),
+    "normals": ("normals/image", "sensor_msgs/msg/Image", "32FC3"),
+    "normals_colored": ("normals/colored", "sensor_msgs/msg/Image", "rgb8"),
+    "labels": ("segmentation/labels", "sensor_msgs/msg/Image", "mono8"),
+    "labels_colored": ("segmentation/colored", "sensor_msgs/msg/Image", "rgb8"),
+    "classes": ("segmentation/classes", "std_msgs/msg/String", ""),
+    "points": ("points", "sensor_msgs/msg/PointCloud2", ""),
+}
+# Products that become Image messages with a fixed encoding (depth may also be 16UC1).
+IMAGE_OUTPUTS = {key: enc for key, (_, _, enc) in OUTPUTS.items() if enc and key != "depth"}
+DEPTH_ENCODINGS = ("32FC1", "16UC1")
+
+
+@dataclass(frozen=True)
+class OutputGroup:
+    """Products switched on and off together: one ``publish_*`` parameter, one ``--outputs`` name."""
+
+    name: str                    # the --outputs name
+    products: tuple[str, ...]    # keys of OUTPUTS
+    model_output: str            # the model output kind they need
+    switch: str                  # the node's parameter
+
+
+OUTPUT_GROUPS: dict[str, OutputGroup] = {g.name: g for g in (
+    OutputGroup("depth", ("depth", "depth_info", "depth_colored"), "depth", "publish_depth"),
+    OutputGroup("normals", ("normals", "normals_colored"), "normals", "publish_normals"),
+    OutputGroup("seg", ("labels", "labels_colored", "classes"), "segmentation_logits",
+                "publish_segmentation"),
+    OutputGroup("points", ("points",), "depth", "publish_points"),
+)}
+GROUP_OF_PRODUCT = {key: group for group in OUTPUT_GROUPS.values() for key in group.products}
+
+
+def available_groups(spec: Any) -> list[str]:
+    """The output groups this model can give (``spec`` is a ModelSpec)."""
+    return [g.name for g in OUTPUT_GROUPS.values() if spec.output_index(g.model_output) is not None]
+
+
+def request_for(products: Iterable[str], points_rgb: bool = True) -> Request:
+    """What the pipeline must compute for these product keys (the only Request builder)."""
+    wanted = set(products)
+    return Request(depth=bool(wanted & {"depth", "depth_info"}),
+                   depth_colored="depth_colored" in wanted,
+                   normals="normals" in wanted, normals_colored="normals_colored" in wanted,
+                   labels="labels" in wanted, labels_colored="labels_colored" in wanted,
+                   points="points" in wanted, points_rgb="points" in wanted and points_rgb)
+
+
+class MessageBuilder(Protocol):
+    """Builds one message library's messages from numpy products."""
+
+    def array_to_image(self, image: np.ndarray, encoding: str, header: Any) -> Any: ...
+    def intrinsics_to_camera_info(self, k: Intrinsics, header: Any, source: Any = None) -> Any: ...
+    def points_to_cloud(self, points: np.ndarray, header: Any) -> Any: ...
+    def string(self, text: str) -> Any: ...
+
+
+def classes_message(build: MessageBuilder) -> Any:
+    """The ``segmentation/classes`` message: the JSON list of the 150 ADE20K class names."""
+    return build.string(json.dumps(list(post.ade20k_class_names())))
+
+
+def product_messages(products: Products, keys: Iterable[str], header: Any, build: MessageBuilder,
+                     depth_encoding: str = "32FC1",
+                     source_info: Any = None) -> Iterator[tuple[str, Any]]:
+    """(product key, message) for each of ``keys`` that this frame produced, with ``header``.
+
+    ``depth_info`` describes the published grid; it copies ``source_info`` (the camera's
+    CameraInfo) only when the intrinsics came from it. ``classes`` is not per frame: see
+    :func:`classes_message`.
+    """
+    wanted = set(keys)
+    if products.depth is not None and "depth" in wanted:
+        if depth_encoding == "16UC1":
+            yield "depth", build.array_to_image(post.depth_to_millimetres(products.depth),
+                                                "16UC1", header)
+        else:
+            yield "depth", build.array_to_image(products.depth, "32FC1", header)
+    if products.intrinsics is not None and "depth_info" in wanted:
+        yield "depth_info", build.intrinsics_to_camera_info(
+            products.intrinsics, header, None if products.intrinsics_guessed else source_info)
+    for key, encoding in IMAGE_OUTPUTS.items():
+        image = getattr(products, key)
+        if image is not None and key in wanted:
+            yield key, build.array_to_image(image, encoding, header)
+    if products.points is not None and "points" in wanted:
+        yield "points", build.points_to_cloud(products.points, header)
