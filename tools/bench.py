@@ -24,7 +24,8 @@ import numpy as np
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
-from dense_perception.core.pointcloud import depth_to_points, reference_points
+from dense_perception.core.pointcloud import depth_to_points
+from tools.reference import reference_points
 from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
 from tools.scene import make_sample_scene, scene_intrinsics
 

@@ -47,6 +47,7 @@ class ScenePlayer:
         self._size = size
         self._frame, self._info = frame, info
         self._on_sent = on_sent
+        self.last_header: Header | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.frames = 0
@@ -71,8 +72,14 @@ class ScenePlayer:
         msg.header = header
         self.image_pub.publish(msg)
 
-    def start(self) -> "ScenePlayer":
-        """Play at ``fps`` from a background thread."""
+    def start(self, frame: np.ndarray | None = None, fps: float | None = None) -> "ScenePlayer":
+        """Play (``frame`` instead of the one given at construction, at ``fps`` if given) from
+        a background thread."""
+        if frame is not None:
+            self._frame, self._size = frame, (frame.shape[1], frame.shape[0])
+        if fps is not None:
+            self._period = 1.0 / fps
+        self._stop.clear()
         self._thread = threading.Thread(target=self._play, daemon=True)
         self._thread.start()
         return self
@@ -93,6 +100,7 @@ class ScenePlayer:
             header = self.header()
             self.publish_frame(frame, header, info=info)
             self.frames += 1
+            self.last_header = header
             if self._on_sent is not None:
                 self._on_sent(header)
             next_t += self._period

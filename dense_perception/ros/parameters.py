@@ -1,0 +1,93 @@
+"""Declaring and checking the node's parameters (the table is ``core.parameters.PARAMS``).
+
+Restart-only parameters are declared ``read_only`` (``ros2 param describe`` shows it and rclpy
+refuses a change); runtime ones are validated in the on-set callback (:func:`check_changes`)
+and applied in the post-set callback (see ``compat.add_parameter_callbacks``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                SetParametersResult)
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+
+from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
+from ..core.pipeline import PipelineConfig
+
+RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
+
+
+class StartupError(RuntimeError):
+    """The node cannot start; the message says what is wrong and how to fix it."""
+
+
+def descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    """The ParameterDescriptor of one parameter: description, allowed values or range,
+    and ``read_only`` unless it may change while the node runs."""
+    d = ParameterDescriptor(description=spec.description + ("" if spec.runtime
+                                                            else RESTART_NOTE))
+    if spec.choices:
+        d.additional_constraints = "one of: " + ", ".join(spec.choices)
+    if spec.low is not None and isinstance(spec.default, float):
+        d.floating_point_range = [FloatingPointRange(
+            from_value=float(spec.low), to_value=float(spec.high), step=0.0)]
+    elif spec.low is not None and isinstance(spec.default, int) \
+            and not isinstance(spec.default, bool):
+        d.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high), step=1)]
+    d.read_only = not spec.runtime
+    return d
+
+
+def declare_parameters(node: Node) -> dict[str, Any]:
+    """Declare every parameter on ``node``; their checked values (StartupError if one is bad)."""
+    try:
+        for spec in PARAMS:
+            if not node.has_parameter(spec.name):
+                node.declare_parameter(spec.name, spec.default, descriptor(spec))
+    except ParameterException as exc:
+        raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
+                           "are listed in config/depth.yaml.") from None
+    values = {p.name: node.get_parameter(p.name).value for p in PARAMS}
+    for spec in PARAMS:
+        problem = spec.problem(values[spec.name])
+        if problem:
+            raise StartupError(f"{problem}. Fix it in the config YAML or with "
+                               f"-p {spec.name}:=<value>.")
+    return values
+
+
+def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
+    """The pipeline settings among the parameter values."""
+    return PipelineConfig(
+        fit=values["fit"], output_resolution=values["output_resolution"],
+        relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
+        points_stride=values["points_stride"], points_organized=values["points_organized"],
+        fallback_hfov_deg=values["fallback_hfov_deg"])
+
+
+def changed_values(params: list) -> dict[str, Any]:
+    """{name: value} of the node's own parameters among ``params``."""
+    return {p.name: p.value for p in params if p.name in PARAMS_BY_NAME}
+
+
+def check_changes(current: dict[str, Any], params: list) -> SetParametersResult:
+    """Whether ``params`` may be applied to a node whose values are ``current`` (no side
+    effects: this is the on-set callback's whole job)."""
+    changes = changed_values(params)
+    for name, value in changes.items():
+        spec = PARAMS_BY_NAME[name]
+        if not spec.runtime:  # read_only refuses first; this covers a descriptor override
+            return SetParametersResult(successful=False, reason=(
+                f"{name} cannot change while the node runs; set it in the config YAML and "
+                "restart the node"))
+        problem = spec.problem(value)
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
+    if changes:
+        problem = pipeline_config({**current, **changes}).problem()
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
+    return SetParametersResult(successful=True)
