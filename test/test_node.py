@@ -309,6 +309,34 @@ def test_runtime_parameters(harness_factory):
     assert not bad.successful and "crop, stretch, rotate" in bad.reason
 
 
+def test_restart_only_parameters_are_read_only_over_dds(harness_factory):
+    """What ``ros2 param describe`` / ``ros2 param set`` see: the parameter services."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterValue, ParameterType
+    from rcl_interfaces.srv import DescribeParameters, SetParameters
+    h = harness_factory({"model_path": DA3_TEST_MODEL}, subscribe=())
+    describe = h.client.create_client(DescribeParameters, "/dense_perception/describe_parameters")
+    setter = h.client.create_client(SetParameters, "/dense_perception/set_parameters")
+
+    def call(client, request):
+        assert client.wait_for_service(timeout_sec=10)
+        future = client.call_async(request)
+        wait_until(future.done, 10, f"{client.srv_name} answers")
+        return future.result()
+    names = ["backend", "model_path", "input_qos", "use_lifecycle", "fit", "points_stride"]
+    descriptors = call(describe, DescribeParameters.Request(names=names)).descriptors
+    assert [d.read_only for d in descriptors] == [True, True, True, True, False, False]
+    assert "restart the node" in descriptors[0].description
+    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value="gpu")
+    result = call(setter, SetParameters.Request(
+        parameters=[ParameterMsg(name="backend", value=value)])).results[0]
+    assert not result.successful and "read-only" in result.reason
+    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value="stretch")
+    assert call(setter, SetParameters.Request(
+        parameters=[ParameterMsg(name="fit", value=value)])).results[0].successful
+    # Applied in the post-set callback: the pipeline now stretches.
+    wait_until(lambda: h.perception.pipeline.config.fit == "stretch", 5, "fit applied")
+
+
 def test_invoke_failure_mid_run_recovers(harness_factory):
     hooks = []
     h = harness_factory({"model_path": TIPS_TEST_MODEL},
