@@ -190,9 +190,8 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
     from tools.loadgen import run_stream
     runner = InterpreterRunner(model_path, threads)
     runner.run()
-    cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
-           "-p", f"model_path:={model_path}", "-p", "backend:=cpu",
-           "-p", f"num_threads:={threads}"]
+    cmd = ["-p", f"model_path:={model_path}", "-p", "backend:=cpu",
+           "-p", f"num_threads:={threads}"]  # the node's --ros-args
     first = run_stream(cmd, fps=30.0, seconds=seconds, subscribe_all=True,
                        bare=lambda: median_ms(runner.run, runs, warmup=0), rounds=rounds)
     # A second start, for the load time with whatever LiteRT caches between runs.

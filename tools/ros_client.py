@@ -98,11 +98,11 @@ class ScenePlayer:
         next_t = time.monotonic()
         while not self._stop.is_set():
             header = self.header()
+            if self._on_sent is not None:  # before publishing: outputs may come back at once
+                self._on_sent(header)
             self.publish_frame(frame, header, info=info)
             self.frames += 1
             self.last_header = header
-            if self._on_sent is not None:
-                self._on_sent(header)
             next_t += self._period
             time.sleep(max(0.0, next_t - time.monotonic()))
 
