@@ -18,6 +18,11 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from .compat import GraphWatch
 
+# The subscribed topics (relative, remappable): image or its compressed sibling, camera_info.
+IMAGE_TOPIC = "image"
+COMPRESSED_TOPIC = "image/compressed"
+INFO_TOPIC = "camera_info"
+
 
 def input_qos(mode: str, offered: list[ReliabilityPolicy]) -> QoSProfile:
     """The subscription QoS for ``input_qos`` = ``mode`` when the topic's publishers offer
@@ -42,9 +47,9 @@ class CameraInput:
                  on_image: Callable[[Any], None], on_info: Callable[[Any], None],
                  watch: GraphWatch) -> None:
         self._node, self._mode, self._watch = node, mode, watch
-        image = ("image/compressed", CompressedImage) if compressed else ("image", Image)
+        image = (COMPRESSED_TOPIC, CompressedImage) if compressed else (IMAGE_TOPIC, Image)
         # topic -> (message type, callback); the subscriptions and the QoS each was made with.
-        self._topics = {image[0]: (image[1], on_image), "camera_info": (CameraInfo, on_info)}
+        self._topics = {image[0]: (image[1], on_image), INFO_TOPIC: (CameraInfo, on_info)}
         self._subs: dict[str, tuple[Any, QoSProfile]] = {}
 
     @property
@@ -53,7 +58,7 @@ class CameraInput:
 
     def reliability(self) -> str:
         """The image subscription's reliability ('-' when not subscribed), for diagnostics."""
-        subs = [qos for topic, (_, qos) in self._subs.items() if topic != "camera_info"]
+        subs = [qos for topic, (_, qos) in self._subs.items() if topic != INFO_TOPIC]
         return subs[0].reliability.name.lower() if subs else "-"
 
     def update(self, wanted: bool) -> None:
