@@ -103,7 +103,7 @@ def main() -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     runs = []
     if args.only in (None, "idle"):
-        runs.append((False, False))
+        runs += [(False, False), (True, False)]
     if args.only in (None, "delivery"):
         runs += [(True, True), (False, True)]
     for reliable, watch in runs:

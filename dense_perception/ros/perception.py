@@ -85,7 +85,11 @@ class Perception:
         self._camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         self._warned: dict[str, float] = {}
         self.watch = GraphWatch(node, self.on_graph_change)
-        self.outputs = Outputs(node, self.spec, values, self.watch)
+        try:
+            self.outputs = Outputs(node, self.spec, values, self.watch)
+        except StartupError:
+            self.watch.close()  # a lifecycle node stays up, unconfigured: leave nothing behind
+            raise
         self.camera = CameraInput(node, compressed=values["input_compressed"],
                                   mode=values["input_qos"], on_image=self._on_image,
                                   on_info=self._on_camera_info, watch=self.watch)
