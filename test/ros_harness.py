@@ -146,6 +146,54 @@ class Harness:
         rclpy.shutdown(context=self.context)
 
 
+class LifecycleClient:
+    """Drives a lifecycle node through its ``get_state`` / ``change_state`` services from
+    ``client`` (a node some executor spins).
+
+    A request sent just after discovery can go unanswered (the service's reply path is not
+    matched yet, or the graph still lists an earlier node of the same name), so each call is
+    retried; a transition whose reply is lost is confirmed by the state it leads to.
+    """
+
+    def __init__(self, client: Any, node_name: str = "/dense_perception") -> None:
+        from lifecycle_msgs.srv import ChangeState, GetState
+        self._get = client.create_client(GetState, f"{node_name}/get_state")
+        self._change = client.create_client(ChangeState, f"{node_name}/change_state")
+        self._types = GetState, ChangeState
+
+    @staticmethod
+    def _call(service: Any, request: Any, timeout: float) -> Any | None:
+        if not service.wait_for_service(timeout_sec=timeout):
+            return None
+        future = service.call_async(request)
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not future.done():
+            future.cancel()
+            return None
+        return future.result()
+
+    def state(self, timeout: float = 30.0) -> int:
+        """The node's current state id (lifecycle_msgs/State)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            reply = self._call(self._get, self._types[0].Request(), 2.0)
+            if reply is not None:
+                return reply.current_state.id
+        raise TimeoutError(f"{self._get.srv_name} did not answer within {timeout:.0f} s")
+
+    def change(self, transition: int, expected_state: int, timeout: float = 30.0) -> bool:
+        """Trigger ``transition``: True when the node reached ``expected_state``, False when it
+        refused (e.g. configure failed)."""
+        from lifecycle_msgs.msg import Transition
+        request = self._types[1].Request(transition=Transition(id=transition))
+        reply = self._call(self._change, request, timeout / 2)
+        if reply is not None:
+            return bool(reply.success) and self.state() == expected_state
+        return self.state() == expected_state  # the reply was lost: look at the state
+
+
 def camera_info(width: int, height: int, fx: float = 500.0) -> CameraInfo:
     info = CameraInfo()
     info.width, info.height = width, height

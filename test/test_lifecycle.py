@@ -1,7 +1,5 @@
 """use_lifecycle: the managed node's transitions, driven over DDS with the lifecycle services."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -9,22 +7,15 @@ pytest.importorskip("rclpy")
 
 from conftest import DA3_TEST_MODEL  # noqa: E402
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
-from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
-from ros_harness import Harness, wait_until  # noqa: E402
+from ros_harness import Harness, LifecycleClient, wait_until  # noqa: E402
 
 from dense_perception.ros.lifecycle import LifecycleDensePerceptionNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(90)]
 
 
-def call(client, request, timeout=10.0):
-    assert client.wait_for_service(timeout_sec=timeout), f"no service {client.srv_name}"
-    future = client.call_async(request)
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, f"{client.srv_name} did not answer"
-        time.sleep(0.01)
-    return future.result()
+S = State
+T = Transition
 
 
 def test_lifecycle_transitions_over_dds():
@@ -36,14 +27,15 @@ def test_lifecycle_transitions_over_dds():
     h = Harness({"model_path": DA3_TEST_MODEL}, runner_hook=hook,
                 subscribe=("depth/image", "/diagnostics"), node_class=LifecycleDensePerceptionNode)
     try:
-        change = h.client.create_client(ChangeState, "/dense_perception/change_state")
-        get = h.client.create_client(GetState, "/dense_perception/get_state")
-
-        def state():
-            return call(get, GetState.Request()).current_state.id
+        lifecycle = LifecycleClient(h.client)
+        state = lifecycle.state
+        targets = {T.TRANSITION_CONFIGURE: S.PRIMARY_STATE_INACTIVE,
+                   T.TRANSITION_ACTIVATE: S.PRIMARY_STATE_ACTIVE,
+                   T.TRANSITION_DEACTIVATE: S.PRIMARY_STATE_INACTIVE,
+                   T.TRANSITION_CLEANUP: S.PRIMARY_STATE_UNCONFIGURED}
 
         def transition(tid):
-            assert call(change, ChangeState.Request(transition=Transition(id=tid))).success
+            assert lifecycle.change(tid, targets[tid])
 
         def depth_publisher_exists():
             return "/depth/image" in dict(h.client.get_publisher_names_and_types_by_node(
@@ -102,11 +94,9 @@ def test_configure_fails_cleanly_on_a_bad_model(tmp_path):
     h = Harness({"model_path": str(tmp_path / "missing.tflite")}, subscribe=(),
                 node_class=LifecycleDensePerceptionNode)
     try:
-        change = h.client.create_client(ChangeState, "/dense_perception/change_state")
-        get = h.client.create_client(GetState, "/dense_perception/get_state")
-        result = call(change, ChangeState.Request(
-            transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
-        assert not result.success
-        assert call(get, GetState.Request()).current_state.id == State.PRIMARY_STATE_UNCONFIGURED
+        lifecycle = LifecycleClient(h.client)
+        assert not lifecycle.change(T.TRANSITION_CONFIGURE, S.PRIMARY_STATE_INACTIVE)
+        assert lifecycle.state() == S.PRIMARY_STATE_UNCONFIGURED
+        assert h.node.perception is None
     finally:
         h.close()

@@ -108,9 +108,11 @@ def test_signal_stops_node_mid_inference(sig):
 def test_use_lifecycle_starts_a_managed_node():
     """use_lifecycle:=true: the entry point starts an unconfigured lifecycle node that
     configures and activates over DDS, and SIGINT still stops it cleanly."""
+    import threading
+
     import rclpy
     from lifecycle_msgs.msg import State, Transition
-    from lifecycle_msgs.srv import ChangeState, GetState
+    from ros_harness import LifecycleClient
 
     node = start_node("-p", f"model_path:={DA3_TEST_MODEL}", "-p", "use_lifecycle:=true")
     context = rclpy.Context()
@@ -118,23 +120,17 @@ def test_use_lifecycle_starts_a_managed_node():
     client = rclpy.create_node("lifecycle_client", context=context)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(client)
-
-    def call(cli, request):
-        assert cli.wait_for_service(timeout_sec=30), f"no {cli.srv_name}: {node.output_tail()}"
-        future = cli.call_async(request)
-        executor.spin_until_future_complete(future, timeout_sec=30)
-        assert future.done(), f"{cli.srv_name} did not answer"
-        return future.result()
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
     try:
-        get = client.create_client(GetState, "/dense_perception/get_state")
-        change = client.create_client(ChangeState, "/dense_perception/change_state")
-        assert call(get, GetState.Request()).current_state.id == State.PRIMARY_STATE_UNCONFIGURED
-        for tid in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
-            assert call(change, ChangeState.Request(transition=Transition(id=tid))).success
-        assert call(get, GetState.Request()).current_state.id == State.PRIMARY_STATE_ACTIVE
+        lifecycle = LifecycleClient(client)
+        assert lifecycle.state() == State.PRIMARY_STATE_UNCONFIGURED, node.output_tail()
+        assert lifecycle.change(Transition.TRANSITION_CONFIGURE, State.PRIMARY_STATE_INACTIVE)
+        assert lifecycle.change(Transition.TRANSITION_ACTIVATE, State.PRIMARY_STATE_ACTIVE)
     finally:
         code, stopped = node.stop(timeout=10)
         executor.shutdown(timeout_sec=1)
+        spin.join(timeout=2)
         client.destroy_node()
         rclpy.shutdown(context=context)
     assert stopped and code == 0
