@@ -389,3 +389,15 @@ def test_camera_publisher_going_away_and_coming_back_reliable(harness_factory):
     again = h.header()
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), again)
     assert h.wait_for("depth/image", where=lambda m: m.header.stamp == again.stamp)
+
+
+def test_parameters_without_post_set_callback(harness_factory, monkeypatch):
+    """Where rclpy has no post-set callback (Humble), changes are applied once validated."""
+    from rclpy.parameter import Parameter
+    from dense_perception.ros import compat
+    monkeypatch.setattr(compat, "HAS_POST_SET_CALLBACK", False)
+    h = harness_factory({"model_path": DA3_TEST_MODEL}, subscribe=())
+    assert h.node.set_parameters([Parameter("fit", value="stretch")])[0].successful
+    assert h.perception.pipeline.config.fit == "stretch"
+    refused = h.node.set_parameters([Parameter("fit", value="letterbox")])[0]  # our check
+    assert not refused.successful and h.perception.pipeline.config.fit == "stretch"
