@@ -401,3 +401,18 @@ def test_parameters_without_post_set_callback(harness_factory, monkeypatch):
     assert h.perception.pipeline.config.fit == "stretch"
     refused = h.node.set_parameters([Parameter("fit", value="letterbox")])[0]  # our check
     assert not refused.successful and h.perception.pipeline.config.fit == "stretch"
+
+
+def test_publisher_qos_override(harness_factory):
+    """config/*.yaml's example: a best-effort point cloud through qos_overrides."""
+    h = harness_factory({"model_path": DA3_TEST_MODEL,
+                         "qos_overrides./points.publisher.reliability": "best_effort"},
+                        subscribe=())
+
+    def reliability(topic):
+        infos = [i for i in h.client.get_publishers_info_by_topic(topic)
+                 if i.node_name == "dense_perception"]
+        return infos[0].qos_profile.reliability if infos else None
+    wait_until(lambda: reliability("/points") is not None, 10, "points advertised")
+    assert reliability("/points") == ReliabilityPolicy.BEST_EFFORT
+    assert reliability("/depth/image") == ReliabilityPolicy.RELIABLE
