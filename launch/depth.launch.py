@@ -4,13 +4,17 @@
     ros2 launch dense_perception depth.launch.py \
         config:=$(ros2 pkg prefix --share dense_perception)/config/tipsv2.yaml
     ros2 launch dense_perception depth.launch.py model:=/path/to/other_model.tflite
+    ros2 launch dense_perception depth.launch.py namespace:=robot1 rviz:=true \
+        fixed_frame:=camera_color_optical_frame
 
     ros2 launch dense_perception depth.launch.py use_lifecycle:=true   # a managed node
 
 Parameters come from the ``config`` YAML; the ``model``, ``backend``, ``input_qos`` and
-``use_lifecycle`` arguments override its values only when they are given. With
-use_lifecycle:=true the node starts unconfigured: configure and activate it with a lifecycle
-manager (e.g. nav2_lifecycle_manager) or ``ros2 lifecycle set /dense_perception configure``.
+``use_lifecycle`` arguments override its values only when they are given. ``rviz:=true`` also
+starts RViz in the node's namespace (the config's topics are relative), with ``fixed_frame``
+(the images' ``header.frame_id``) as its fixed frame. With use_lifecycle:=true the node starts
+unconfigured: configure and activate it with a lifecycle manager (e.g. nav2_lifecycle_manager)
+or ``ros2 lifecycle set /dense_perception configure``.
 """
 
 from launch import LaunchDescription
@@ -34,7 +38,7 @@ def _node(context):
     if arg("use_lifecycle"):
         overrides["use_lifecycle"] = arg("use_lifecycle") == "true"
     image = arg("image")
-    return [Node(
+    actions = [Node(
         package="dense_perception",
         executable="dense_perception_node",
         name="dense_perception",
@@ -44,10 +48,23 @@ def _node(context):
             ("image", image),
             ("camera_info", arg("camera_info")),
             ("image/compressed", image + "/compressed"),
+            ("reference_depth", arg("reference_depth")),
         ],
         output="screen",
         emulate_tty=True,
     )]
+    if arg("rviz").lower() in ("true", "1"):
+        actions.append(Node(
+            package="rviz2",
+            executable="rviz2",
+            name="rviz2",
+            namespace=arg("namespace"),
+            arguments=["-d", PathJoinSubstitution(
+                [FindPackageShare("dense_perception"), "config", "dense_perception.rviz"]),
+                "--fixed-frame", arg("fixed_frame")],
+            output="screen",
+        ))
+    return actions
 
 
 def generate_launch_description():
@@ -76,6 +93,10 @@ def generate_launch_description():
             "camera_info", default_value="/camera/camera_info",
             description="CameraInfo topic of the camera"),
         DeclareLaunchArgument(
+            "reference_depth", default_value="reference_depth",
+            description="Metric depth image registered to the camera (16UC1 mm or 32FC1 m), "
+                        "used with depth_scale_source: reference_depth"),
+        DeclareLaunchArgument(
             "config",
             default_value=PathJoinSubstitution(
                 [FindPackageShare("dense_perception"), "config", "depth.yaml"]),
@@ -84,5 +105,13 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "namespace", default_value="",
             description="Namespace of the node and its output topics"),
+        DeclareLaunchArgument(
+            "rviz", default_value="false", choices=["true", "false"],
+            description="Also start RViz with config/dense_perception.rviz, in the node's "
+                        "namespace"),
+        DeclareLaunchArgument(
+            "fixed_frame", default_value="camera_optical_frame",
+            description="RViz fixed frame: the camera images' header.frame_id (e.g. "
+                        "camera_color_optical_frame), or any frame TF links to it"),
         OpaqueFunction(function=_node),
     ])

@@ -88,9 +88,7 @@ def compressed_msg(i, rgb):
 
 def camera_info_msg(i, fx):
     k = Intrinsics(fx=fx, fy=fx, cx=31.5, cy=23.5, width=W, height=H)
-    msg = bagio.intrinsics_to_camera_info(k, header(i))
-    msg.d = np.array([0.1, -0.2, 0.0, 0.0, 0.05])
-    return msg
+    return bagio.intrinsics_to_camera_info(k, header(i))  # no distortion: see test_offline_camera
 
 
 def log_time(i):
@@ -192,11 +190,12 @@ def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
         assert msgs[f"{ns}/normals/colored"][i][1].encoding == "rgb8"
         assert msgs[f"{ns}/segmentation/colored"][i][1].encoding == "rgb8"
         # CameraInfo matched by stamp although logged after the image: fx = 100 + i, scaled to
-        # the published grid (48x48 crop -> 448x448); distortion copied.
+        # the published grid (48x48 crop -> 448x448); the rectified pinhole (D zero, R = I).
         info = msgs[f"{ns}/depth/camera_info"][i][1]
         assert (info.width, info.height) == (448, 448)
         assert info.k[0] == pytest.approx((100.0 + i) * 448 / 48)
-        np.testing.assert_allclose(info.d, [0.1, -0.2, 0.0, 0.0, 0.05])
+        np.testing.assert_array_equal(info.d, [0.0] * 5)
+        np.testing.assert_array_equal(info.r, np.eye(3).reshape(-1))
         cloud_msg = msgs[f"{ns}/points"][i][1]
         assert [f.name for f in cloud_msg.fields] == ["x", "y", "z", "rgb"]
         cloud = conversions.cloud_to_points(cloud_msg).reshape(-1)

@@ -69,7 +69,8 @@ def own_rss_mb():
 
 def test_fuzzed_stream_over_dds():
     rng = np.random.default_rng(0)
-    h = Harness({"model_path": DA3_TEST_MODEL, "points_stride": 8},
+    h = Harness({"model_path": DA3_TEST_MODEL, "points_stride": 8,
+                 "depth_scale_source": "fixed"},  # metres asserted, so points are made
                 subscribe=("depth/image", "points"), keep=3, reliable=True)
     try:
         h.wait_matched(("depth/image", "points"))

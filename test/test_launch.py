@@ -28,8 +28,8 @@ LAUNCH_FILE = REPO / "launch" / "depth.launch.py"
 CONFIGS = {"depth.yaml": "da3", "tipsv2.yaml": "tipsv2"}
 RVIZ_FILE = REPO / "config" / "dense_perception.rviz"
 NODE_KEY = "/**/dense_perception"  # matches the node in any namespace (launch's namespace:=...)
-LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace", "input_qos",
-               "use_lifecycle"}
+LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
+               "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle"}
 ARG_TO_PARAM = {"backend": "backend", "model": "model_path", "input_qos": "input_qos",
                 "use_lifecycle": "use_lifecycle"}
 HAVE_LAUNCH_ROS = importlib.util.find_spec("launch_ros") is not None
@@ -84,7 +84,7 @@ def test_package_facts_are_consistent():
                        "dense-perception": "dense_perception.offline.cli:main"}
     node_name, topics = _node_source_facts()
     assert node_name == "dense_perception"
-    assert topics == {"image", "image/compressed", "camera_info"}
+    assert topics == {"image", "image/compressed", "camera_info", "reference_depth"}
     assert ET.parse(REPO / "package.xml").getroot().findtext("name") == "dense_perception"
 
 
@@ -119,7 +119,9 @@ def test_launch_declares_exactly_the_documented_arguments():
     defaults = {name: _kwargs(call).get("default_value") for name, call in declared.items()}
     plain = {n: d.value for n, d in defaults.items() if isinstance(d, ast.Constant)}
     assert plain == {"model": "", "backend": "", "image": "/camera/image_raw",
-                     "camera_info": "/camera/camera_info", "namespace": "", "input_qos": "",
+                     "camera_info": "/camera/camera_info", "namespace": "",
+                     "reference_depth": "reference_depth", "rviz": "false",
+                     "fixed_frame": "camera_optical_frame", "input_qos": "",
                      "use_lifecycle": ""}
     for name, call in declared.items():
         description = _kwargs(call).get("description")
@@ -143,8 +145,9 @@ def test_launch_default_config_is_the_packaged_depth_yaml():
 
 
 def test_launch_node_action_matches_setup_and_node():
-    nodes = _calls(_launch_tree(), "Node")
-    assert len(nodes) == 1, "one Node action expected"
+    nodes = [n for n in _calls(_launch_tree(), "Node")
+             if _kwargs(n)["package"].value == "dense_perception"]
+    assert len(nodes) == 1, "one dense_perception Node action expected"
     kw = {k: v.value for k, v in _kwargs(nodes[0]).items() if isinstance(v, ast.Constant)}
     scripts = _console_scripts()
     node_name, _ = _node_source_facts()
@@ -194,7 +197,14 @@ def stub_launch(monkeypatch):
 
 
 def _run_opaque(description, **overrides) -> _Recorder:
-    """The Node that the launch file's OpaqueFunction makes for these launch arguments."""
+    """The dense_perception Node the launch file's OpaqueFunction makes for these arguments."""
+    nodes = _opaque_nodes(description, **overrides)
+    assert [n.kwargs["package"] for n in nodes][:1] == ["dense_perception"]
+    return nodes[0]
+
+
+def _opaque_nodes(description, **overrides) -> list[_Recorder]:
+    """Every Node the launch file's OpaqueFunction makes for these launch arguments."""
     entities = description.args[0]
     context = {e.args[0]: e.kwargs["default_value"] for e in entities
                if type(e).__name__ == "DeclareLaunchArgument"}
@@ -203,9 +213,7 @@ def _run_opaque(description, **overrides) -> _Recorder:
     functions = [e for e in entities if type(e).__name__ == "OpaqueFunction"]
     assert len(functions) == 1
     actions = functions[0].kwargs["function"](context)
-    nodes = [a for a in actions if type(a).__name__ == "Node"]
-    assert len(nodes) == 1
-    return nodes[0]
+    return [a for a in actions if type(a).__name__ == "Node"]
 
 
 def _parameters(node: _Recorder) -> tuple[list, dict]:
@@ -233,7 +241,7 @@ def test_launch_defaults_use_the_config_model_and_backend(stub_launch):
 def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     node = _run_opaque(stub_launch, model="/m/tipsv2.tflite", backend="cpu", image="/cam/img",
                        camera_info="/cam/info", config="/c/tipsv2.yaml", namespace="robot1",
-                       input_qos="reliable", use_lifecycle="true")
+                       reference_depth="/tof/depth", input_qos="reliable", use_lifecycle="true")
     files, overrides = _parameters(node)
     assert files == ["/c/tipsv2.yaml"]
     assert overrides == {"backend": "cpu", "model_path": "/m/tipsv2.tflite",
@@ -244,9 +252,23 @@ def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     remaps = dict(node.kwargs["remappings"])
     assert len(remaps) == len(node.kwargs["remappings"]), "a topic is remapped twice"
     assert remaps == {"image": "/cam/img", "image/compressed": "/cam/img/compressed",
-                      "camera_info": "/cam/info"}
+                      "camera_info": "/cam/info", "reference_depth": "/tof/depth"}
     assert set(remaps) == _node_source_facts()[1], "remap exactly the subscribed topics"
     assert node.kwargs["namespace"] == "robot1"
+
+
+def test_launch_rviz_follows_the_namespace_and_fixed_frame(stub_launch):
+    assert len(_opaque_nodes(stub_launch)) == 1, "RViz only when asked for"
+    node, rviz = _opaque_nodes(stub_launch, rviz="true", namespace="robot1",
+                               fixed_frame="cam_color_optical_frame")
+    assert (rviz.kwargs["package"], rviz.kwargs["executable"]) == ("rviz2", "rviz2")
+    # Same namespace as the node: RViz's relative topics then name the node's outputs.
+    assert rviz.kwargs["namespace"] == node.kwargs["namespace"] == "robot1"
+    args = rviz.kwargs["arguments"]
+    assert args[args.index("--fixed-frame") + 1] == "cam_color_optical_frame"
+    config = args[args.index("-d") + 1]
+    assert [getattr(p, "value", p) for p in config.args[0][1:]] == ["config",
+                                                                     "dense_perception.rviz"]
 
 
 # ---- the launch file, for real ------------------------------------------------------------------
@@ -350,12 +372,16 @@ def test_rviz_config_shows_the_outputs():
     data = yaml.safe_load(RVIZ_FILE.read_text())
     manager = data["Visualization Manager"]
     displays = {d["Topic"]["Value"]: d for d in manager["Displays"] if "Topic" in d}
-    assert set(displays) == {"/depth/colored", "/normals/colored", "/segmentation/colored",
-                             "/points"}
+    # Relative names: RViz started in the node's namespace (namespace:=...) finds its outputs.
+    assert set(displays) == {"depth/colored", "normals/colored", "segmentation/colored",
+                             "points"}
     for topic, display in displays.items():
-        expected = "PointCloud2" if topic == "/points" else "Image"
+        expected = "PointCloud2" if topic == "points" else "Image"
         assert display["Class"] == f"rviz_default_plugins/{expected}"
         assert display["Enabled"] is True
         assert display["Topic"]["Reliability Policy"] in ("Reliable", "Best Effort")
-    assert displays["/points"]["Color Transformer"] == "RGB8"
-    assert manager["Global Options"]["Fixed Frame"] == "camera"
+    assert displays["points"]["Color Transformer"] == "RGB8"
+    # No frame called "camera": the launch file's fixed_frame default, an optical frame.
+    fixed = _kwargs(_declared_args()["fixed_frame"])["default_value"].value
+    assert manager["Global Options"]["Fixed Frame"] == fixed
+    assert fixed.endswith("_optical_frame")

@@ -84,10 +84,10 @@ def test_point_cloud_round_trip_and_layout():
     assert (flat.height, flat.width, flat.is_dense) == (1, 47, True)
 
 
-def test_camera_info_for_published_grid_keeps_distortion():
-    from sensor_msgs.msg import CameraInfo
-    source = CameraInfo(distortion_model="plumb_bob", d=[0.1, -0.2, 0.0, 0.0, 0.01])
-    msg = intrinsics_to_camera_info(Intrinsics(10, 11, 5, 6, 20, 30), Header(), source)
+def test_camera_info_for_published_grid_is_rectified_pinhole():
+    # Everything is published in the rectified frame: D zero, R identity, K = P (REP 104).
+    msg = intrinsics_to_camera_info(Intrinsics(10, 11, 5, 6, 20, 30), Header())
     assert list(msg.k) == [10, 0, 5, 0, 11, 6, 0, 0, 1]
     assert list(msg.p) == [10, 0, 5, 0, 0, 11, 6, 0, 0, 0, 1, 0]
-    assert list(msg.d) == [0.1, -0.2, 0.0, 0.0, 0.01] and (msg.width, msg.height) == (20, 30)
+    assert list(msg.r) == [1, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert list(msg.d) == [0.0] * 5 and (msg.width, msg.height) == (20, 30)

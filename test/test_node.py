@@ -133,7 +133,7 @@ def test_tipsv2_every_output(harness_factory):
 
 def test_da3_publishes_depth_only_and_16uc1_millimetres(harness_factory):
     h = harness_factory({"model_path": DA3_TEST_MODEL, "depth_encoding": "16UC1",
-                         "fit": "rotate"}, subscribe=("depth/image", "/diagnostics"))
+                         "depth_scale_source": "fixed", "fit": "rotate"}, subscribe=("depth/image", "/diagnostics"))
     published = {name for name, _ in h.node.get_publisher_names_and_types_by_node(
         "dense_perception", "/")}
     assert {"/depth/image", "/depth/camera_info", "/depth/colored", "/points"} <= published

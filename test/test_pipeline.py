@@ -145,7 +145,7 @@ def test_points_match_reference_back_projection(tips):
     pipeline = reconfigure(tips, max_depth=3.0)
     frame = np.rint(gradient_frame(640, 480)).astype(np.uint8)
     k = Intrinsics(fx=500.0, fy=505.0, cx=321.0, cy=238.0, width=640, height=480)
-    products = pipeline.process(frame, "rgb8", intrinsics=k,
+    products = pipeline.process(frame, "rgb8", camera=k,
                                 request=Request(points=True, points_rgb=True))
     assert not products.intrinsics_guessed
     kp = products.intrinsics
@@ -163,7 +163,7 @@ def test_missing_or_bad_camera_info_uses_fallback_and_says_so(tips):
     for k, why in [(None, "no CameraInfo"),
                    (Intrinsics(0, 0, 0, 0, 640, 480), "focal length"),
                    (Intrinsics(500, 500, 320, 240, 1280, 720), "CameraInfo is for 1280x720")]:
-        products = tips.process(frame, "rgb8", intrinsics=k, request=Request(points=True))
+        products = tips.process(frame, "rgb8", camera=k, request=Request(points=True))
         assert products.intrinsics_guessed and why in products.intrinsics_note
         assert "60 deg" in products.intrinsics_note
         assert products.points is not None

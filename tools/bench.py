@@ -21,12 +21,14 @@ from typing import Callable
 
 import numpy as np
 
+from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
 from dense_perception.core.pointcloud import depth_to_points
 from tools.reference import reference_points
 from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
+from dense_perception.core.timing import StageTimer
 from tools.scene import make_sample_scene, scene_intrinsics
 
 FRAME_SIZE = (1280, 720)
@@ -104,8 +106,10 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     four interleaved in the same rounds, so their differences are not the machine's drift."""
     frame = make_sample_scene(*FRAME_SIZE)
     k = scene_intrinsics(*FRAME_SIZE)
+    # DA3's points need metres: a fixed (asserted) scale keeps the point cloud in the figures.
     pipeline = load_pipeline(model_path, kind, "cpu", threads,
-                             PipelineConfig(points_stride=1), log=lambda _: None)
+                             PipelineConfig(points_stride=1, depth_scale_source="fixed"),
+                             log=lambda _: None)
     request = Request.everything()
     fns = {"Interpreter": InterpreterRunner(model_path, threads).run}
     try:
@@ -120,7 +124,8 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     # Per-stage figures from the pipeline's own timer, over the timed rounds.
     stages = {name: round(s.mean_ms, 2) for name, s in pipeline.timer.stats().items()}
     bare = {api: ms[api] for api in ("Interpreter", "CompiledModel") if api in ms}
-    host_stage_ms = sum(v for n, v in stages.items() if n != "inference")
+    # "scale" is a part of "postprocess" (its own timer): not counted twice.
+    host_stage_ms = sum(v for n, v in stages.items() if n not in ("inference", "scale"))
     return {
         "bare_invoke_ms": round(bare["Interpreter"], 1),
         "bare_invoke_ms_by_api": {name: round(v, 1) for name, v in bare.items()},
@@ -135,6 +140,26 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     }
 
 
+def bench_rectify(model_path: str, threads: int, runs: int) -> dict:
+    """What rectifying a raw, distorted 1280x720 frame costs per frame: the pipeline's own "fit"
+    stage (crop + resize for a pinhole camera; one cached remap that also undistorts for a
+    plumb_bob camera with the same K), the two cameras in alternating rounds."""
+    frame = make_sample_scene(*FRAME_SIZE)
+    pinhole = CameraModel.pinhole(scene_intrinsics(*FRAME_SIZE))
+    distorted = CameraModel(width=pinhole.width, height=pinhole.height, k=pinhole.k,
+                            d=(-0.35, 0.12, 0.0, 0.0, 0.0), p=pinhole.p)
+    base = load_pipeline(model_path, "auto", "cpu", threads, log=lambda _: None)
+    pipes = {name: DensePipeline(base.runner, base.spec, base.config, StageTimer())
+             for name in ("pinhole", "distorted")}
+    cameras = {"pinhole": pinhole, "distorted": distorted}
+    fns = {name: (lambda n=name: pipes[n].infer(frame, "rgb8", Request(), cameras[n]))
+           for name in pipes}
+    interleaved_ms(fns, runs, after_warmup=lambda: [p.timer.clear() for p in pipes.values()])
+    fit = {name: p.timer.stats()["fit"].mean_ms for name, p in pipes.items()}
+    return {"fit_ms": round(fit["pinhole"], 2), "rectify_fit_ms": round(fit["distorted"], 2),
+            "rectify_cost_ms": round(fit["distorted"] - fit["pinhole"], 2)}
+
+
 def bench_pointcloud(runs: int) -> dict:
     """Vectorised back-projection vs a straightforward per-point loop, 896x504 depth."""
     rng = np.random.default_rng(0)
@@ -144,6 +169,46 @@ def bench_pointcloud(runs: int) -> dict:
     slow = median_ms(lambda: reference_points(depth, k), 1, warmup=0)
     return {"pointcloud_ms": round(fast, 2), "pointcloud_reference_ms": round(slow, 1),
             "pointcloud_speedup": round(slow / fast, 1)}
+
+
+def bench_metric_scale(runs: int) -> dict:
+    """Per-frame cost of finding DA3's metric scale: the pipeline's own 'scale' stage on the
+    504x896 grid, for each source, in interleaved rounds. The bundled DA3 test model sees a
+    painted floor + wall + box scene (tools.metric_scene), so the estimators do their real work
+    (the cost does not depend on the network, only on the grid and the reference's size)."""
+    from dense_perception.core.metric_scale import DepthScaler, ScaleConfig
+    from tools.metric_scene import HEIGHT, WIDTH, Scene, paint
+    scene = Scene(height=0.6, pitch_deg=20.0, wall=1.6, box=(-0.3, 0.1, 0.8, 1.0, 0.2))
+    z, _ = scene.depth_and_surface()
+    frame = paint(z / 0.35)
+    k = Intrinsics(scene.fx, scene.fx, scene.cx, scene.cy, WIDTH, HEIGHT)
+    rng = np.random.default_rng(0)
+    dense = z[::2, ::2].astype(np.float32)  # a 252x448 depth camera over the same view
+    sparse = np.full(z.shape, np.nan, np.float32)  # 1 % of the pixels, like a projected scan
+    pick = rng.choice(z.size, z.size // 100, replace=False)
+    sparse.ravel()[pick] = z.ravel()[pick]
+    model = str(Path(__file__).resolve().parents[1] / "models" / "test_da3_small.tflite")
+    cases = {"ground_plane": ("ground_plane", None), "reference_dense": ("reference_depth", dense),
+             "reference_sparse": ("reference_depth", sparse), "fixed": ("fixed", None)}
+    runs_by_case = {}
+    for name, (source, reference) in cases.items():
+        pipeline = load_pipeline(model, "da3", "cpu", 1, PipelineConfig(
+            depth_scale_source=source, points_stride=2), log=lambda _: None)
+        scaler = DepthScaler(ScaleConfig(source, camera_height=scene.height)) \
+            if source != "fixed" else None
+        raw = pipeline.infer(frame, "rgb8", Request(depth=True, points=True))
+        clock = iter(range(10**6))
+
+        def finish(pipeline=pipeline, raw=raw, scaler=scaler, reference=reference):
+            return pipeline.finish(raw, k, scaler, 0.1 * next(clock), reference)
+        runs_by_case[name] = (pipeline, finish)
+    interleaved_ms({n: f for n, (_, f) in runs_by_case.items()}, runs,
+                   after_warmup=lambda: [p.timer.clear() for p, _ in runs_by_case.values()])
+    out = {f"scale_{name}_ms": round(p.timer.stats()["scale"].mean_ms, 2)
+           for name, (p, _) in runs_by_case.items()}
+    out["postprocess_with_ground_plane_ms"] = round(
+        runs_by_case["ground_plane"][0].timer.stats()["postprocess"].mean_ms, 2)
+    return out
 
 
 LOAD_PROBE = """
@@ -191,7 +256,8 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
     runner = InterpreterRunner(model_path, threads)
     runner.run()
     cmd = ["-p", f"model_path:={model_path}", "-p", "backend:=cpu",
-           "-p", f"num_threads:={threads}"]  # the node's --ros-args
+           "-p", f"num_threads:={threads}",
+           "-p", "depth_scale_source:=fixed"]  # the node's --ros-args; DA3: asserted metres
     first = run_stream(cmd, fps=30.0, seconds=seconds, subscribe_all=True,
                        bare=lambda: median_ms(runner.run, runs, warmup=0), rounds=rounds)
     # A second start, for the load time with whatever LiteRT caches between runs.
@@ -252,8 +318,16 @@ def table(results: dict) -> str:
             ("load_s_interpreter", "load, Interpreter (s)"),
             ("load_s_weight_cache_cold", "load, weight cache cold (s)"),
             ("load_s_weight_cache_warm", "load, weight cache warm (s)"),
-            ("rss_mb", "node RSS (MB)"), ("pointcloud_ms", "point cloud 896x504 (ms)"),
-            ("pointcloud_reference_ms", "per-point loop (ms)")]
+            ("rss_mb", "node RSS (MB)"),
+            ("fit_ms", "fit 1280x720, pinhole (ms)"),
+            ("rectify_fit_ms", "fit 1280x720, rectifying (ms)"),
+            ("rectify_cost_ms", "rectification / frame (ms)"),
+            ("pointcloud_ms", "point cloud 896x504 (ms)"),
+            ("pointcloud_reference_ms", "per-point loop (ms)"),
+            ("scale_ground_plane_ms", "DA3 scale: ground plane (ms)"),
+            ("scale_reference_dense_ms", "DA3 scale: dense reference (ms)"),
+            ("scale_reference_sparse_ms", "DA3 scale: 1 % reference (ms)"),
+            ("scale_fixed_ms", "DA3 scale: fixed (ms)")]
     kinds = [k for k in results if k != "machine"]
     lines = [f"{'':34}" + "".join(f"{k:>16}" for k in kinds)]
     for key, label in rows:
@@ -281,12 +355,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {kind}-class model {model}, {args.threads} threads")
         r = bench_core(kind, model, args.threads, args.runs)
         r["bare_invoke_hz"] = round(1000.0 / r["bare_invoke_ms"], 4)
+        r.update(bench_rectify(model, args.threads, args.runs))
         r.update(bench_load(model, args.threads, Path(args.out)))
         r.update(bench_node(model, args.threads, args.node_seconds, args.runs, args.rounds))
         r["node_vs_quiet_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
         results[kind] = r
         print(json.dumps(r, indent=1))
     results["pointcloud"] = bench_pointcloud(args.runs)
+    if "da3" in results:
+        results["da3"].update(bench_metric_scale(max(args.runs, 20)))
     for kind in results:
         if kind not in ("machine", "pointcloud"):
             results[kind].update(results["pointcloud"])

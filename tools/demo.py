@@ -178,8 +178,11 @@ def configure_dds() -> None:
 
 def start_node(model: Path, log_path: Path) -> NodeProcess:
     """Start the real node in NAMESPACE; its stdout and stderr go to ``log_path``."""
+    # DA3's depth is relative: the demo asserts 1 m per unit (depth_scale_source: fixed; the
+    # diagnostics say "asserted") so that its points are published too. Metric models ignore it.
     return NodeProcess(["-p", f"model_path:={model}", "-p", "backend:=auto",
-                        "-r", f"__ns:={NAMESPACE}"], log_path=log_path).start()
+                        "-p", "depth_scale_source:=fixed", "-r", f"__ns:={NAMESPACE}"],
+                       log_path=log_path).start()
 
 
 def stop_node(node: NodeProcess) -> None:

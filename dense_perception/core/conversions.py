@@ -81,23 +81,18 @@ def image_fields(image: np.ndarray, encoding: str) -> dict[str, Any]:
             "data": image.reshape(-1).view(np.uint8)}
 
 
-def camera_info_to_intrinsics(msg: Any) -> Intrinsics:
-    """Intrinsics from a CameraInfo's K and size."""
-    return Intrinsics.from_k(msg.k, msg.width, msg.height)
+def camera_info_fields(k: Intrinsics) -> dict[str, Any]:
+    """CameraInfo field values that are true for the published grid ``k``.
 
-
-def camera_info_fields(k: Intrinsics, source: Any = None) -> dict[str, Any]:
-    """CameraInfo field values for the published grid. Distortion and R are copied from
-    ``source`` (distortion is defined in normalised coordinates, so cropping and scaling leave
-    it valid); without one, no distortion."""
-    fields = {"width": int(k.width), "height": int(k.height), "k": [float(v) for v in k.k()],
-              "p": [k.fx, 0.0, k.cx, 0.0, 0.0, k.fy, k.cy, 0.0, 0.0, 0.0, 1.0, 0.0],
-              "r": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
-              "distortion_model": "plumb_bob", "d": [0.0] * 5}
-    if source is not None:
-        fields.update(distortion_model=source.distortion_model,
-                      d=[float(v) for v in source.d], r=[float(v) for v in source.r])
-    return fields
+    Every product is published in the rectified frame (raw input is rectified before the
+    model), so D is zero, R the identity and K = P: depth_image_proc and image_geometry, which
+    read P for a rectified image, then back-project exactly as the node does.
+    """
+    return {"width": int(k.width), "height": int(k.height), "k": [float(v) for v in k.k()],
+            "p": [float(k.fx), 0.0, float(k.cx), 0.0, 0.0, float(k.fy), float(k.cy), 0.0,
+                  0.0, 0.0, 1.0, 0.0],
+            "r": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+            "distortion_model": "plumb_bob", "d": [0.0] * 5}
 
 
 def cloud_fields(points: np.ndarray) -> dict[str, Any]:

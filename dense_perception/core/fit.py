@@ -31,6 +31,13 @@ class Interp(Enum):
     LINEAR = cv2.INTER_LINEAR
     # Pixel-centre-correct nearest neighbour (plain INTER_NEAREST is shifted by half a pixel).
     NEAREST = cv2.INTER_NEAREST_EXACT
+    # Depth: bilinear on smooth surfaces, nearest next to a depth step, so a step stays a step
+    # (no "flying pixels" between a near and a far surface, as depth_image_proc).
+    DEPTH = -1
+
+
+# Neighbouring depths that differ by more than this fraction are two surfaces, not one.
+DEPTH_STEP_RATIO = 0.05
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,27 @@ class FitPlan:
 def _resize(image: np.ndarray, size: tuple[int, int], interp: Interp) -> np.ndarray:
     if image.shape[1] == size[0] and image.shape[0] == size[1]:
         return image
+    if interp is Interp.DEPTH:
+        return resize_depth(image, size)
     return cv2.resize(image, size, interpolation=interp.value)
+
+
+def resize_depth(depth: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Resize an H x W depth image to ``size`` (w, h) without inventing depths across steps.
+
+    Bilinear interpolation reads the 2x2 source pixels around a target pixel, all within one
+    pixel of its nearest source pixel. Where that pixel's 3x3 neighbourhood holds a step (depths
+    more than ``DEPTH_STEP_RATIO`` apart) or an invalid depth, the nearest depth is taken instead.
+    """
+    smooth = cv2.resize(depth, size, interpolation=cv2.INTER_LINEAR)
+    nearest = cv2.resize(depth, size, interpolation=cv2.INTER_NEAREST_EXACT)
+    finite = np.where(np.isfinite(depth), depth, 0).astype(np.float32)
+    kernel = np.ones((3, 3), np.uint8)
+    high, low = cv2.dilate(finite, kernel), cv2.erode(finite, kernel)
+    with np.errstate(invalid="ignore"):
+        step = ~(low > 0) | (high - low > DEPTH_STEP_RATIO * low)
+    step = cv2.resize(step.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST_EXACT)
+    return np.where(step.astype(bool), nearest, smooth)
 
 
 def _centred_crop(width: int, height: int, aspect: float) -> tuple[int, int, int, int]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
+from .metric_scale import SCALE_SOURCES
 from .models import MODEL_TYPES
 from .runner import BACKENDS
 
@@ -56,8 +57,29 @@ PARAMS: tuple[ParamSpec, ...] = (
               "portrait models).", choices=FIT_MODES, runtime=True),
     ParamSpec("output_resolution", "model", "Publish on the model's grid ('model', cheaper) or "
               "at the camera's full size ('input').", choices=OUTPUT_RESOLUTIONS, runtime=True),
-    ParamSpec("relative_depth_scale", 1.0, "Multiplier for relative (non-metric) depth, e.g. "
-              "DA3. Metric models ignore it.", low=1e-9, high=1e9, runtime=True),
+    ParamSpec("relative_depth_scale", 1.0, "depth_scale_source fixed: metres per unit of "
+              "relative depth (DA3), asserted by you; none: a unitless multiplier. Metric models "
+              "ignore it.", low=1e-9, high=1e9, runtime=True),
+    ParamSpec("depth_scale_source", "none", "Where the metric scale of relative depth (DA3) "
+              "comes from: none (depth stays relative: 32FC1 unitless, no points, no 16UC1 or "
+              "max_depth), fixed (relative_depth_scale is metres per unit, asserted), "
+              "ground_plane (from camera_height above a flat floor) or reference_depth (from a "
+              "metric depth image on reference_depth). Metric models ignore it.",
+              choices=SCALE_SOURCES),
+    ParamSpec("camera_height", 0.0, "Height (m) of the camera's optical centre above the floor; "
+              "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True),
+    ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
+              "filter that smooths the estimated scale; a scene change larger than the noise "
+              "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True),
+    ParamSpec("ground_max_tilt_deg", 30.0, "ground_plane: largest angle (deg) between the floor's "
+              "normal and the image's down axis (camera pitch or roll).", low=1.0, high=89.0,
+              runtime=True),
+    ParamSpec("depth_scale_min_inliers", 0.3, "Smallest share of inliers (floor points in the "
+              "lower view, or agreeing reference pixels) for a frame's scale to count.",
+              low=0.0, high=1.0, runtime=True),
+    ParamSpec("reference_depth_slop", 0.05, "reference_depth: largest stamp difference (s) "
+              "between an image and the reference depth used for it.", low=0.0, high=10.0,
+              runtime=True),
     ParamSpec("max_depth", 0.0, "Points farther than this (m) are dropped; 0 = no limit.",
               low=0.0, high=1e6, runtime=True),
     ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored."),
@@ -71,6 +93,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               low=1, high=64, runtime=True),
     ParamSpec("points_organized", False, "Keep the image grid in the cloud (NaN for invalid "
               "pixels) instead of dropping invalid points.", runtime=True),
+    ParamSpec("input_rectified", False, "true: the image is rectified (image_rect), use "
+              "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
+              "here first when D is not zero.", runtime=True),
     ParamSpec("fallback_hfov_deg", 60.0, "Horizontal field of view for a guessed pinhole "
               "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",

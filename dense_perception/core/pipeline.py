@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import postprocess as post
+from .camera_model import CameraModel, as_camera_model
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
+from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
+                           fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
+from .rectify import Rectifier
 from .runner import Runner, check_model_file, open_runner
 from .timing import StageTimer
 
@@ -56,6 +61,15 @@ class Products:
     intrinsics: Intrinsics | None = None      # for the published grid
     intrinsics_guessed: bool = False
     intrinsics_note: str = ""                 # why the intrinsics are a guess
+    scale: ScaleReport | None = None          # what the depth's unit is (metres or relative)
+    withheld: str = ""                        # why depth or points were not made (not metres)
+    camera_note: str = ""                     # what of the CameraInfo could not be honoured
+    rectified: bool = False                   # the raw frame was rectified before the model
+
+    @property
+    def depth_metric(self) -> bool:
+        """True when ``depth`` (and ``points``) are metres."""
+        return self.scale is not None and self.scale.metric
 
 
 @dataclass
@@ -67,6 +81,9 @@ class RawFrame:
     plan: FitPlan
     fitted: np.ndarray         # the frame as the model saw it
     request: Request
+    camera: CameraModel | None = None  # the camera given to infer
+    rectified: bool = False            # ``fitted`` is the rectified frame
+    valid: np.ndarray | None = None    # model grid: 0 where the rectified view left the frame
     depth: np.ndarray | None = None    # model grid, float32, scaled, NaN invalid
     normals: np.ndarray | None = None  # model grid, H x W x 3 unit vectors (model's frame)
     labels: np.ndarray | None = None   # segmentation grid (256 x 256), uint8
@@ -83,6 +100,8 @@ class PipelineConfig:
     points_stride: int = 1
     points_organized: bool = False
     fallback_hfov_deg: float = 60.0
+    depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
+    input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
 
     def problem(self) -> str | None:
         """Why this configuration is impossible, or None."""
@@ -97,6 +116,9 @@ class PipelineConfig:
             return f"max_depth must be >= 0 (0 = no limit), got {self.max_depth}"
         if self.points_stride < 1:
             return f"points_stride must be >= 1, got {self.points_stride}"
+        if self.depth_scale_source not in SCALE_SOURCES:
+            return (f"depth_scale_source '{self.depth_scale_source}' is unknown; allowed: "
+                    f"{', '.join(SCALE_SOURCES)}")
         if not 1.0 <= self.fallback_hfov_deg <= 179.0:
             return f"fallback_hfov_deg must be in [1, 179], got {self.fallback_hfov_deg}"
         return None
@@ -110,12 +132,19 @@ class DensePipeline:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
+        if not spec.metric_depth and config.depth_scale_source == "none" and config.max_depth > 0:
+            raise ValueError(relative_output_problem(False, "none", config.max_depth, "32FC1"))
         self.runner = runner
         self.spec = spec
         self.config = config
         self.timer = timer or StageTimer()
         self._preprocess = Preprocessor(spec)
         self._plans: dict[tuple[int, int], FitPlan] = {}
+        self._rectifier = Rectifier()
+
+    def camera_from_info(self, msg: Any) -> CameraModel | None:
+        """The camera model of a CameraInfo message (None for None), per ``input_rectified``."""
+        return None if msg is None else CameraModel.from_camera_info(msg, self.config.input_rectified)
 
     def plan_for(self, width: int, height: int) -> FitPlan:
         """The (cached) fit plan for frames of this size."""
@@ -125,36 +154,52 @@ class DensePipeline:
                                              self.spec.input_height, self.config.fit)
         return self._plans[key]
 
-    def process(self, frame: np.ndarray, encoding: str, intrinsics: Intrinsics | None = None,
+    def process(self, frame: np.ndarray, encoding: str,
+                camera: CameraModel | Intrinsics | None = None,
                 request: Request = Request()) -> Products:
         """Run one H x W [x C] uint8 frame of ``encoding`` and return the requested products.
 
-        ``intrinsics`` are the camera's (for the full frame); without usable ones, the products
-        carry a pinhole guess from ``fallback_hfov_deg`` and ``Products.intrinsics_guessed``.
+        ``camera`` is the camera's model (from its CameraInfo) or bare pinhole intrinsics, for
+        the full frame; without a usable one, the products carry a pinhole guess from
+        ``fallback_hfov_deg`` and ``Products.intrinsics_guessed``.
         Raises ValueError for a frame that does not match its encoding.
         """
-        return self.finish(self.infer(frame, encoding, request), intrinsics)
+        return self.finish(self.infer(frame, encoding, request, camera))
 
-    def infer(self, frame: np.ndarray, encoding: str, request: Request = Request()) -> RawFrame:
-        """Fit, preprocess and run the model; take what ``request`` needs from its outputs.
+    def infer(self, frame: np.ndarray, encoding: str, request: Request = Request(),
+              camera: CameraModel | Intrinsics | None = None) -> RawFrame:
+        """Fit (rectifying a distorted raw frame on the way), preprocess and run the model;
+        take what ``request`` needs from its outputs.
 
         Everything returned is the caller's own (no views into the runner), so the next frame's
         inference can start while :meth:`finish` works on this one in another thread.
         """
         fmt = pixel_format(encoding)
         check_frame(frame, fmt)
+        camera = as_camera_model(camera)
         plan = self.plan_for(frame.shape[1], frame.shape[0])
         spec, config = self.spec, self.config
+        rectify = (camera is not None and camera.needs_rectification
+                   and (camera.width, camera.height) == (frame.shape[1], frame.shape[0]))
+        valid = None
         with self.timer.stage("preprocess"):
-            fitted = plan.fit_image(frame)
+            with self.timer.stage("fit"):  # crop + resize, or the one rectifying remap
+                if rectify:
+                    fitted, valid = self._rectifier.fit_image(frame, camera, plan)
+                else:
+                    fitted = plan.fit_image(frame)
             self._preprocess(fitted, fmt, self.runner.input_buffer())
         with self.timer.stage("inference"):
             outputs = self.runner.run()
-        raw = RawFrame(frame=frame, fmt=fmt, plan=plan, fitted=fitted, request=request)
+        raw = RawFrame(frame=frame, fmt=fmt, plan=plan, fitted=fitted, request=request,
+                       camera=camera, rectified=rectify, valid=valid)
         with self.timer.stage("extract"):
             depth_i = spec.output_index("depth")
             if depth_i is not None and (request.depth or request.depth_colored or request.points):
-                scale = 1.0 if spec.metric_depth else config.relative_depth_scale
+                # An estimated scale is applied in finish(); relative_depth_scale is the
+                # asserted one ('fixed') or a unitless multiplier ('none').
+                scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
+                    ESTIMATED_SOURCES else config.relative_depth_scale
                 raw.depth = post.depth_from_output(outputs[depth_i], scale)
             normals_i = spec.output_index("normals")
             if normals_i is not None and (request.normals or request.normals_colored):
@@ -164,53 +209,108 @@ class DensePipeline:
                 raw.labels = post.labels_from_logits(outputs[seg_i])
         return raw
 
-    def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None) -> Products:
-        """Map a frame's raw products back to the camera geometry, colour them, make points."""
+    def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None,
+               scaler: DepthScaler | None = None, stamp: float = 0.0,
+               reference: np.ndarray | None = None) -> Products:
+        """Map a frame's raw products back to the camera geometry, colour them, make points.
+
+        The camera is the one given to :meth:`infer`; ``intrinsics`` (a pinhole camera, no
+        distortion) may name it here instead when :meth:`infer` had none.
+        For relative depth with an estimated scale source, ``scaler`` (kept by the caller across
+        frames) gets the frame's ``stamp`` (s) and, for 'reference_depth', the ``reference``
+        depth (metres, registered to the camera); its scale turns the depth into metres.
+        Points are only made from metric depth.
+        """
+        if intrinsics is not None and raw.camera is None:
+            raw.camera = CameraModel.pinhole(intrinsics)
         with self.timer.stage("postprocess"):
-            return self._finish(raw, intrinsics)
+            return self._finish(raw, scaler, stamp, reference)
 
     # -------------------------------------------------------------------------------------------
-    def _finish(self, raw: RawFrame, intrinsics: Intrinsics | None) -> Products:
+    def _finish(self, raw: RawFrame, scaler: DepthScaler | None = None, stamp: float = 0.0,
+                reference: np.ndarray | None = None) -> Products:
         res, plan, request = self.config.output_resolution, raw.plan, raw.request
         width, height = plan.published_size(res)
-        products = Products(width=width, height=height, plan=plan)
+        products = Products(width=width, height=height, plan=plan, rectified=raw.rectified)
+        # Where the rectified view looked past the raw frame, nothing was seen.
+        unseen = None if raw.valid is None else \
+            plan.unfit(raw.valid, res, Interp.NEAREST, fill=0) == 0
         if raw.depth is not None:
-            products.depth = plan.unfit(raw.depth, res, Interp.LINEAR, fill=np.nan)
-            if request.depth_colored:
-                products.depth_colored = post.colorize_depth(products.depth)
+            products.depth = plan.unfit(raw.depth, res, Interp.DEPTH, fill=np.nan)
+            if unseen is not None:
+                products.depth[unseen] = np.nan
         if raw.normals is not None:
             normals = plan.unturn_vectors(plan.unfit(raw.normals, res, Interp.LINEAR))
             if normals.shape[:2] != raw.normals.shape[:2]:
                 post.normalize_vectors(normals)  # interpolation shortens the vectors
+            if unseen is not None:
+                normals[unseen] = np.nan
             products.normals = normals
             if request.normals_colored:
                 products.normals_colored = post.colorize_normals(normals)
         if raw.labels is not None:
             products.labels = plan.unfit(raw.labels, res, Interp.NEAREST, fill=post.INVALID_LABEL)
+            if unseen is not None:
+                products.labels[unseen] = post.INVALID_LABEL
             if request.labels_colored:
                 products.labels_colored = post.colorize_labels(products.labels)
 
         frame = raw.frame
-        camera_k = intrinsics
-        why_not = camera_intrinsics_problem(intrinsics, frame.shape[1], frame.shape[0])
+        why_not = camera_problem(raw.camera, frame.shape[1], frame.shape[0])
         if why_not is not None:
             camera_k = Intrinsics.from_hfov(frame.shape[1], frame.shape[0],
                                             self.config.fallback_hfov_deg)
             products.intrinsics_guessed = True
             products.intrinsics_note = (f"{why_not}: using a pinhole guess with "
                                         f"{self.config.fallback_hfov_deg:g} deg horizontal FOV")
+        else:
+            camera_k = raw.camera.intrinsics()
+            products.camera_note = raw.camera.note()
         products.intrinsics = plan.published_intrinsics(camera_k, res)
 
-        if request.points and products.depth is not None:
+        if products.depth is not None:
+            with self.timer.stage("scale"):
+                products.scale = self._scale(products, scaler, stamp, reference)
+            if request.depth_colored:
+                products.depth_colored = post.colorize_depth(products.depth)
+        if request.points and products.depth is not None and not products.depth_metric:
+            products.withheld = f"points withheld: depth is {products.scale.units()}"
+        elif request.points and products.depth is not None:
             rgb = None
             if request.points_rgb:
-                source = to_rgb8(frame if res == "input" else raw.fitted, raw.fmt)
+                if res == "input":
+                    full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified \
+                        else frame
+                    source = to_rgb8(full, raw.fmt)
+                else:
+                    source = to_rgb8(raw.fitted, raw.fmt)
                 rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
             products.points = depth_to_points(
                 products.depth, products.intrinsics, stride=self.config.points_stride,
                 max_depth=self.config.max_depth or float("inf"), rgb=rgb,
                 organized=self.config.points_organized)
+        if withholds_depth(products.scale):
+            # Not metres yet, but it will be once a scale is found: withheld, so that no topic or
+            # file set ever holds two units (the colour view above has no unit and stays).
+            products.depth = None
+            products.withheld = f"depth and points withheld: {products.scale.units()}"
         return products
+
+
+    def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
+               reference: np.ndarray | None) -> ScaleReport:
+        """The depth's unit; multiplies ``products.depth`` by an estimated scale when found."""
+        source = self.config.depth_scale_source
+        if self.spec.metric_depth or source not in ESTIMATED_SOURCES:
+            return fixed_scale_report(self.spec.metric_depth, source,
+                                      self.config.relative_depth_scale)
+        if scaler is None:
+            return ScaleReport(source, None, False, reason="no scale estimator")
+        report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
+                               self.config.output_resolution, reference)
+        if report.scale is not None:  # a new array: raw.depth may be the same one
+            products.depth = products.depth * np.float32(report.scale)
+        return report
 
 
 def check_frame(frame: np.ndarray, fmt: PixelFormat) -> None:
@@ -224,13 +324,14 @@ def check_frame(frame: np.ndarray, fmt: PixelFormat) -> None:
         raise ValueError(f"frame is empty ({frame.shape[1]}x{frame.shape[0]})")
 
 
-def camera_intrinsics_problem(k: Intrinsics | None, width: int, height: int) -> str | None:
-    """Why ``k`` cannot serve a ``width`` x ``height`` frame, or None when it can."""
-    if k is None:
+def camera_problem(camera: CameraModel | None, width: int, height: int) -> str | None:
+    """Why ``camera`` cannot serve a ``width`` x ``height`` frame, or None when it can."""
+    if camera is None:
         return "no CameraInfo"
-    if (k.width, k.height) != (width, height):
-        return f"CameraInfo is for {k.width}x{k.height} but the image is {width}x{height}"
-    problem = k.problem()
+    if (camera.width, camera.height) != (width, height):
+        return (f"CameraInfo is for {camera.width}x{camera.height} (binning and ROI applied) "
+                f"but the image is {width}x{height}")
+    problem = camera.problem()
     return None if problem is None else f"CameraInfo unusable ({problem})"
 
 

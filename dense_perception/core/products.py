@@ -74,7 +74,7 @@ class MessageBuilder(Protocol):
     """Builds one message library's messages from numpy products."""
 
     def array_to_image(self, image: np.ndarray, encoding: str, header: Any) -> Any: ...
-    def intrinsics_to_camera_info(self, k: Intrinsics, header: Any, source: Any = None) -> Any: ...
+    def intrinsics_to_camera_info(self, k: Intrinsics, header: Any) -> Any: ...
     def points_to_cloud(self, points: np.ndarray, header: Any) -> Any: ...
     def string(self, text: str) -> Any: ...
 
@@ -85,12 +85,11 @@ def classes_message(build: MessageBuilder) -> Any:
 
 
 def product_messages(products: Products, keys: Iterable[str], header: Any, build: MessageBuilder,
-                     depth_encoding: str = "32FC1",
-                     source_info: Any = None) -> Iterator[tuple[str, Any]]:
+                     depth_encoding: str = "32FC1") -> Iterator[tuple[str, Any]]:
     """(product key, message) for each of ``keys`` that this frame produced, with ``header``.
 
-    ``depth_info`` describes the published grid; it copies ``source_info`` (the camera's
-    CameraInfo) only when the intrinsics came from it. ``classes`` is not per frame: see
+    ``depth_info`` is the rectified pinhole camera of the published grid (D zero, K = P).
+    ``classes`` is not per frame: see
     :func:`classes_message`.
     """
     wanted = set(keys)
@@ -102,7 +101,7 @@ def product_messages(products: Products, keys: Iterable[str], header: Any, build
             yield "depth", build.array_to_image(products.depth, "32FC1", header)
     if products.intrinsics is not None and "depth_info" in wanted:
         yield "depth_info", build.intrinsics_to_camera_info(
-            products.intrinsics, header, None if products.intrinsics_guessed else source_info)
+            products.intrinsics, header)
     for key, encoding in IMAGE_OUTPUTS.items():
         image = getattr(products, key)
         if image is not None and key in wanted:

@@ -95,10 +95,10 @@ def array_to_image(image: np.ndarray, encoding: str, header: Any) -> Any:
     return ImageMsg(header=header, **image_fields(image, encoding))
 
 
-def intrinsics_to_camera_info(k: Intrinsics, header: Any, source: Any = None) -> Any:
+def intrinsics_to_camera_info(k: Intrinsics, header: Any) -> Any:
     """CameraInfo for the published grid (see ``conversions.camera_info_fields``)."""
     fields = {name: np.asarray(value, np.float64) if name in ("d", "k", "r", "p") else value
-              for name, value in camera_info_fields(k, source).items()}
+              for name, value in camera_info_fields(k).items()}
     return CameraInfoMsg(
         header=header, binning_x=0, binning_y=0,
         roi=RegionOfInterest(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False),
@@ -361,11 +361,11 @@ class BagSink:
         for key, topic in self.topics.items():
             out.add(topic, OUTPUT_TOPICS[key][1], [LATCHED_QOS] if key == "classes" else None)
 
-    def write(self, products: Any, header: Any, log_time: int, source_info: Any = None) -> None:
+    def write(self, products: Any, header: Any, log_time: int) -> None:
         topics, write = self.topics, self.out.write
         if "classes" in topics and not self._classes_written:
             write(topics["classes"], classes_message(sys.modules[__name__]), log_time)
             self._classes_written = True
         for key, msg in product_messages(products, topics, header, sys.modules[__name__],
-                                         self.depth_encoding, source_info):
+                                         self.depth_encoding):
             write(topics[key], msg, log_time)

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import __version__
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from ..core.intrinsics import Intrinsics
+from ..core.metric_scale import ScaleTally
 from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
     format_signature
 from ..core.parameters import PARAMS_BY_NAME
@@ -46,6 +46,7 @@ from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import (BACKENDS, ModelLoadError, check_model_file, litert_version, open_runner,
                      resolve_model_path)
 from ..core.timing import StageTimer
+from .scale_options import ScaleOptionError, add_scale_arguments, reference_stream, scaler_for
 
 PROG = "dense-perception"
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
@@ -72,7 +73,8 @@ class Frame:
     log_time: int = 0           # bag input: the image message's log time (ns)
     camera_info: Any = None     # bag input: the CameraInfo used
     camera_info_note: str = ""
-    intrinsics: Intrinsics | None = None
+    time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
+    reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
 
 
 @dataclass
@@ -205,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
                    default=_default("relative_depth_scale"))
     p.add_argument("--max-depth", type=float, default=_default("max_depth"),
                    help="drop points farther than this (m); 0 = no limit")
+    add_scale_arguments(p)
     p.add_argument("--points-stride", type=int, default=_default("points_stride"))
     p.add_argument("--points-organized", action="store_true")
     p.add_argument("--no-points-rgb", action="store_true", help="points without colour")
@@ -212,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="horizontal FOV (deg) of the pinhole guess used without CameraInfo")
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
+    bag.add_argument("--input-rectified", action="store_true",
+                     help="the images are rectified (image_rect): use CameraInfo P, not K and D; "
+                          "without it, distorted raw images are rectified first")
     bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
                      "optional when the bag has only one")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
@@ -251,7 +257,7 @@ def main(argv: list[str] | None = None, *,
         if args.command == "process":
             return cmd_process(args, after_frame=after_frame)
         return args.func(args)
-    except (CliError, ModelLoadError, ModelSignatureError) as exc:
+    except (CliError, ModelLoadError, ModelSignatureError, ScaleOptionError) as exc:
         _error(exc)
         return EXIT_ERROR
     except KeyboardInterrupt:  # before any output exists
@@ -322,7 +328,8 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
         fit=args.fit, output_resolution=args.output_resolution,
         relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
         points_stride=args.points_stride, points_organized=args.points_organized,
-        fallback_hfov_deg=args.fallback_hfov)
+        fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source,
+        input_rectified=args.input_rectified)
     problem = config.problem()
     if problem:
         raise CliError(problem)
@@ -333,6 +340,7 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
     signature = check_model_file(model_path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, args.model_type,
                              source=f"model file '{model_path}'")
+    scaler = scaler_for(args, spec, kind=input_kind(Path(args.input)))  # checks the settings
     groups, keys = parse_outputs(args.outputs, spec)
     request = request_for(keys, points_rgb=not args.no_points_rgb)
 
@@ -371,7 +379,10 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
             if request.points and not info_index.count:
                 warn(f"no CameraInfo for {image_topic} (camera info topic: {info_note}); points "
                      f"use a {args.fallback_hfov:g} deg pinhole guess (--camera-info-topic)")
-            events = _bag_events(bag, image_conns, copy_conns, info_index, timer)
+            reference = reference_stream(args, in_path, scaler)
+            if reference is not None:
+                cleanup.append(reference.close)
+            events = _bag_events(bag, image_conns, copy_conns, info_index, timer, reference)
             summary.update(topic=image_topic, camera_info_topic=info_note,
                            camera_infos=info_index.count, output_topics=out_topics,
                            bag_format=args.bag_format, copy=args.copy)
@@ -444,7 +455,7 @@ def _process(args: argparse.Namespace, after_frame: Callable[[int], None] | None
               f"{' (GPU unavailable)' if fallback else ''}: {source_desc} -> {out_path}",
               flush=True)
         return _run(pipeline, request, events, target, total, args.max_frames, after_frame,
-                    summary)
+                    summary, scaler)
     finally:
         for close in reversed(cleanup):
             close()
@@ -471,7 +482,7 @@ def _image_events(paths: list[Path], timer: StageTimer) -> Iterator[Frame]:
         except InputError as exc:
             yield Frame(index, stem, None, problem=str(exc))
             continue
-        yield Frame(index, stem, image)
+        yield Frame(index, stem, image, time=float(index))  # photos: 1 s apart
 
 
 def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
@@ -482,14 +493,14 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
             image = next(frames, None)
         if image is None:
             return
-        yield Frame(index, f"frame_{index:06d}", image)
+        yield Frame(index, f"frame_{index:06d}", image, time=index / (video.fps or 30.0))
         index += 1
 
 
 def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
-                timer: StageTimer) -> Iterator[Frame | Copy]:
+                timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
-    from ..core.conversions import BadImageError, camera_info_to_intrinsics
+    from ..core.conversions import BadImageError
     image_ids = {c.id for c in image_conns}
     copy_ids = {c.id for c in copy_conns}
     wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
@@ -508,9 +519,10 @@ def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_in
         except BadImageError as exc:
             yield Frame(index, stem, None, problem=str(exc), log_time=log_time)
         else:
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
-                        camera_info=info, camera_info_note=note,
-                        intrinsics=None if info is None else camera_info_to_intrinsics(info))
+                        camera_info=info, camera_info_note=note, time=stamp,
+                        reference=None if reference is None else reference.lookup(stamp))
         index += 1
 
 
@@ -552,7 +564,7 @@ class _BagTarget(_Target):
         summary["not_copied"] = sorted(skipped)
 
     def frame(self, frame: Frame, products: Any) -> None:
-        self.sink.write(products, frame.header, frame.log_time, frame.camera_info)
+        self.sink.write(products, frame.header, frame.log_time)
 
     def copy(self, item: Copy) -> None:
         conn = self._copy.get(item.conn.id)
@@ -596,7 +608,7 @@ class _Overlap:
 
     def add_frame(self, frame: Frame) -> None:
         future = self._pool.submit(self._pipeline.infer, frame.image, frame.encoding,
-                                   self._request)
+                                   self._request, self._pipeline.camera_from_info(frame.camera_info))
         self._pending.append((frame, future))
         self._in_flight += 1
         self._drain(keep_frames=1)
@@ -635,7 +647,8 @@ class _Overlap:
 
 def _run(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Copy],
          target: _Target, total: int | None, max_frames: int,
-         after_frame: Callable[[int], None] | None, summary: dict[str, Any]) -> int:
+         after_frame: Callable[[int], None] | None, summary: dict[str, Any],
+         scaler: Any = None) -> int:
     from tqdm import tqdm
 
     from .fileio import timing_summary
@@ -644,8 +657,11 @@ def _run(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Cop
     bar = tqdm(total=total, unit="frame", dynamic_ncols=True, disable=not _interactive(),
                file=sys.stderr, smoothing=0.1)
 
+    scales = ScaleTally()
+
     def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, frame.intrinsics)
+        products = pipeline.finish(raw, None, scaler, frame.time, frame.reference)
+        scales.add(products.scale)
         with timer.stage("write"):
             target.frame(frame, products)
         _record_intrinsics(stats, frame, products)
@@ -701,7 +717,8 @@ def _run(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Cop
                 seconds=round(elapsed, 3),
                 fps=round(stats.frames / elapsed, 3) if elapsed > 0 else None,
                 timing_ms=timing_summary(timer.stats()),
-                intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics)
+                intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics,
+                depth=scales.summary())
             target.close(summary)
         finally:
             _restore_sigint(previous)
@@ -791,9 +808,11 @@ def _record_intrinsics(stats: RunStats, frame: Frame, products: Any) -> None:
             "published": {"fx": k.fx, "fy": k.fy, "cx": k.cx, "cy": k.cy, "width": k.width,
                           "height": k.height},
             "guessed": products.intrinsics_guessed,
-            "note": products.intrinsics_note or frame.camera_info_note}
+            "note": products.intrinsics_note or products.camera_note or frame.camera_info_note}
         if products.intrinsics_guessed and frame.camera_info is not None:
             warn(products.intrinsics_note)
+        if products.camera_note:
+            warn(products.camera_note)
 
 
 # ---- info ---------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from .compat import GraphWatch
 IMAGE_TOPIC = "image"
 COMPRESSED_TOPIC = "image/compressed"
 INFO_TOPIC = "camera_info"
+REFERENCE_TOPIC = "reference_depth"  # metric depth for depth_scale_source: reference_depth
 
 
 def input_qos(mode: str, offered: list[ReliabilityPolicy]) -> QoSProfile:
@@ -45,11 +46,14 @@ class CameraInput:
 
     def __init__(self, node: Node, *, compressed: bool, mode: str,
                  on_image: Callable[[Any], None], on_info: Callable[[Any], None],
-                 watch: GraphWatch) -> None:
+                 watch: GraphWatch, on_reference: Callable[[Any], None] | None = None) -> None:
+        """``on_reference``: also subscribe to ``reference_depth`` (Image) with the camera."""
         self._node, self._mode, self._watch = node, mode, watch
         image = (COMPRESSED_TOPIC, CompressedImage) if compressed else (IMAGE_TOPIC, Image)
         # topic -> (message type, callback); the subscriptions and the QoS each was made with.
         self._topics = {image[0]: (image[1], on_image), INFO_TOPIC: (CameraInfo, on_info)}
+        if on_reference is not None:
+            self._topics[REFERENCE_TOPIC] = (Image, on_reference)
         self._subs: dict[str, tuple[Any, QoSProfile]] = {}
 
     @property
@@ -58,7 +62,8 @@ class CameraInput:
 
     def reliability(self) -> str:
         """The image subscription's reliability ('-' when not subscribed), for diagnostics."""
-        subs = [qos for topic, (_, qos) in self._subs.items() if topic != INFO_TOPIC]
+        subs = [qos for topic, (_, qos) in self._subs.items()
+                if topic in (IMAGE_TOPIC, COMPRESSED_TOPIC)]
         return subs[0].reliability.name.lower() if subs else "-"
 
     def update(self, wanted: bool) -> None:

@@ -11,6 +11,7 @@ from ..core.timing import StageStats
 
 ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERROR
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
+SUB_STAGES = ("scale",)  # parts of a stage above: shown, not added to the frame time
 
 
 @dataclass
@@ -26,6 +27,8 @@ class FrameStats:
     last_age_s: float = 0.0  # receive -> published, for the last frame
     camera_info: str = "none received"
     intrinsics_guessed: bool = False
+    camera_note: str = ""  # what of the CameraInfo is not honoured (e.g. unknown distortion)
+    camera_model: str = "-"  # which camera case the last frame was (raw / rectified, model)
     input_size: tuple[int, int] | None = None
     frame_id: str = ""  # the camera frame of the last image: the diagnostics' hardware_id
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -43,7 +46,8 @@ class FrameStats:
             self.last_age_s = age_s
 
 
-def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "") -> tuple[bytes, str]:
+def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
+           scale_warning: str = "") -> tuple[bytes, str]:
     """Diagnostic level and summary message; ``frame_ms`` is the mean time to handle a frame.
 
     With a one-slot buffer an output is at most about two frame times old (one waiting, one
@@ -57,8 +61,12 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "") ->
     if frame_ms and stats.processed and stats.last_age_s * 1000.0 > 2.0 * frame_ms + 100.0:
         return DiagnosticStatus.WARN, (f"falling behind: outputs are {stats.last_age_s:.2f} s "
                                        f"old, a frame takes {frame_ms:.0f} ms")
+    if scale_warning:
+        return DiagnosticStatus.WARN, scale_warning
     if stats.intrinsics_guessed:
         return DiagnosticStatus.WARN, f"point cloud geometry is a guess ({stats.camera_info})"
+    if stats.camera_note:
+        return DiagnosticStatus.WARN, f"point cloud geometry is approximate ({stats.camera_note})"
     if backend_note:
         return DiagnosticStatus.WARN, backend_note + " (set backend: cpu to make it the plan)"
     if not stats.processed:
@@ -70,12 +78,16 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
                       fit: str, stats: FrameStats, stages: dict[str, StageStats],
                       input_hz: float, output_hz: float, received: int,
                       dropped: int, backend_note: str = "", state: str = "",
-                      input_qos: str = "-") -> DiagnosticArray:
+                      input_qos: str = "-",
+                      depth_scale: tuple[dict[str, str], str] = ({}, "")) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
     nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
-    node by. ``state``, when given, is the lifecycle state and leads the message."""
+    node by. ``state``, when given, is the lifecycle state and leads the message.
+
+    ``depth_scale``: the depth's unit and scale (values) and a warning while there is none.
+    """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
-    level, message = health(stats, frame_ms, backend_note)
+    level, message = health(stats, frame_ms, backend_note, depth_scale[1])
     if state:
         message = f"{state}: {message}"
     size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"
@@ -87,6 +99,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "fit": fit,
         "camera_info": stats.camera_info,
         "input QoS": input_qos,
+        "camera model": stats.camera_model,
         "input rate (Hz)": f"{input_hz:.2f}",
         "output rate (Hz)": f"{output_hz:.2f}",
         "frames received": str(received),
@@ -97,8 +110,9 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "frames idle (no subscribers)": str(stats.idle),
         "output age (s)": f"{stats.last_age_s:.3f}",
         "last error": stats.last_error or "-",
+        **depth_scale[0],
     }
-    for stage in STAGES:
+    for stage in STAGES + SUB_STAGES:
         s = stages.get(stage)
         values[f"{stage} mean (ms)"] = f"{s.mean_ms:.2f}" if s else "-"
         values[f"{stage} p95 (ms)"] = f"{s.p95_ms:.2f}" if s else "-"

@@ -38,10 +38,9 @@ def array_to_image(image: np.ndarray, encoding: str, header: Header) -> Image:
     return msg
 
 
-def intrinsics_to_camera_info(k: Intrinsics, header: Header,
-                              source: CameraInfo | None = None) -> CameraInfo:
+def intrinsics_to_camera_info(k: Intrinsics, header: Header) -> CameraInfo:
     """CameraInfo for the published grid (see ``conversions.camera_info_fields``)."""
-    return CameraInfo(header=header, **camera_info_fields(k, source))
+    return CameraInfo(header=header, **camera_info_fields(k))
 
 
 def points_to_cloud(points: np.ndarray, header: Header) -> PointCloud2:

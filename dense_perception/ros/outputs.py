@@ -49,11 +49,10 @@ class Outputs:
         """The product keys that have at least one subscriber now."""
         return [key for key, pub in self.pubs.items() if pub.get_subscription_count() > 0]
 
-    def publish(self, products: Any, header: Any, depth_encoding: str,
-                source_info: Any) -> None:
+    def publish(self, products: Any, header: Any, depth_encoding: str) -> None:
         """Publish this frame's products to the outputs that have subscribers."""
         for key, msg in product_messages(products, self.listened(), header, messages,
-                                         depth_encoding, source_info):
+                                         depth_encoding):
             self.pubs[key].publish(msg)
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
+from ..core.metric_scale import ESTIMATED_SOURCES, ScaleConfig, relative_output_problem
 from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
 from ..core.pipeline import PipelineConfig
 
@@ -65,7 +66,34 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         fit=values["fit"], output_resolution=values["output_resolution"],
         relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
         points_stride=values["points_stride"], points_organized=values["points_organized"],
-        fallback_hfov_deg=values["fallback_hfov_deg"])
+        fallback_hfov_deg=values["fallback_hfov_deg"],
+        depth_scale_source=values["depth_scale_source"],
+        input_rectified=values["input_rectified"])
+
+
+def scale_config(values: dict[str, Any]) -> ScaleConfig:
+    """The metric-scale settings (DA3) among the parameter values."""
+    return ScaleConfig(
+        source=values["depth_scale_source"], fixed_scale=values["relative_depth_scale"],
+        camera_height=values["camera_height"],
+        time_constant=values["depth_scale_time_constant"],
+        max_tilt_deg=values["ground_max_tilt_deg"],
+        min_inlier_ratio=values["depth_scale_min_inliers"])
+
+
+def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
+    """Whether the node estimates a metric scale for this (relative-depth) model."""
+    return not metric_depth and values["depth_scale_source"] in ESTIMATED_SOURCES
+
+
+def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | None:
+    """Why these values would pass relative depth off as metres (or cannot find a scale)."""
+    if estimates_scale(metric_depth, values):
+        problem = scale_config(values).problem()
+        if problem:
+            return problem
+    return relative_output_problem(metric_depth, values["depth_scale_source"],
+                                   values["max_depth"], values["depth_encoding"])
 
 
 def changed_values(params: list) -> dict[str, Any]:
@@ -73,9 +101,11 @@ def changed_values(params: list) -> dict[str, Any]:
     return {p.name: p.value for p in params if p.name in PARAMS_BY_NAME}
 
 
-def check_changes(current: dict[str, Any], params: list) -> SetParametersResult:
-    """Whether ``params`` may be applied to a node whose values are ``current`` (no side
-    effects: this is the on-set callback's whole job)."""
+def check_changes(current: dict[str, Any], params: list,
+                  metric_depth: bool | None = None) -> SetParametersResult:
+    """Whether ``params`` may be applied to a node whose values are ``current`` and whose model
+    gives metric depth or not (None: no model loaded yet); no side effects: this is the on-set
+    callback's whole job."""
     changes = changed_values(params)
     for name, value in changes.items():
         spec = PARAMS_BY_NAME[name]
@@ -87,7 +117,9 @@ def check_changes(current: dict[str, Any], params: list) -> SetParametersResult:
         if problem:
             return SetParametersResult(successful=False, reason=problem)
     if changes:
-        problem = pipeline_config({**current, **changes}).problem()
+        values = {**current, **changes}
+        problem = pipeline_config(values).problem() or (
+            None if metric_depth is None else depth_units_problem(metric_depth, values))
         if problem:
             return SetParametersResult(successful=False, reason=problem)
     return SetParametersResult(successful=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,8 +24,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.conversions import (BadImageError, camera_info_to_intrinsics, compressed_to_array,
+from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
+from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_metres,
+                                 scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
@@ -37,7 +40,7 @@ from .compat import GraphWatch, add_parameter_callbacks
 from .diagnostics import FrameStats, build_diagnostics
 from .outputs import Outputs
 from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
-                         pipeline_config)
+                         depth_units_problem, estimates_scale, pipeline_config, scale_config)
 
 NODE_NAME = "dense_perception"
 CAMERA_INFO_HISTORY = 30
@@ -56,6 +59,7 @@ class _Inferred:
     raw: RawFrame
     pipeline: DensePipeline
     values: dict[str, Any]
+    camera_info_source: str  # which CameraInfo was used (for diagnostics)
 
 
 class Perception:
@@ -75,6 +79,12 @@ class Perception:
             self.pipeline.runner = runner_hook(self.pipeline.runner)
         self.values = values
         self.spec = self.pipeline.spec
+        problem = depth_units_problem(self.spec.metric_depth, values)
+        if problem:
+            raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
+        self.scaler = DepthScaler(scale_config(values)) \
+            if estimates_scale(self.spec.metric_depth, values) else None
+        self._references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
         self.model_name = Path(model_path).name
         self.state = ""  # the lifecycle state, for diagnostics ("" for the plain node)
         self.active = False
@@ -90,17 +100,22 @@ class Perception:
         except StartupError:
             self.watch.close()  # a lifecycle node stays up, unconfigured: leave nothing behind
             raise
+        wants_reference = self.scaler is not None \
+            and values["depth_scale_source"] == "reference_depth"
         self.camera = CameraInput(node, compressed=values["input_compressed"],
                                   mode=values["input_qos"], on_image=self._on_image,
-                                  on_info=self._on_camera_info, watch=self.watch)
+                                  on_info=self._on_camera_info, watch=self.watch,
+                                  on_reference=self._on_reference if wants_reference else None)
         self._diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diag_timer = node.create_timer(values["diagnostics_period"],
                                              self.publish_diagnostics)
         self.stages = LiveTwoStage(self._infer, self._finish, on_error=self._on_failure,
                                    name=NODE_NAME, second_nice=FINISH_NICE)
+        relative = "" if self.spec.metric_depth \
+            else f"; depth_scale_source: {values['depth_scale_source']}"
         node.get_logger().info(
             f"{self.spec.display_name} ({'metric' if self.spec.metric_depth else 'relative'} "
-            f"depth) on {self.pipeline.runner.description}; fit={values['fit']}, "
+            f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
             f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}")
 
     # ---- state ---------------------------------------------------------------------------------
@@ -131,6 +146,8 @@ class Perception:
 
     def apply(self, changes: dict[str, Any]) -> None:
         """Use changed runtime parameters from the next frame on (already validated)."""
+        if self.scaler is not None:
+            self.scaler.configure(scale_config({**self.values, **changes}))
         with self._lock:
             self.values = {**self.values, **changes}
             old = self.pipeline
@@ -151,6 +168,9 @@ class Perception:
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
+
+    def _on_reference(self, msg: Image) -> None:
+        self._references.append(msg)
 
     # ---- the two stages (worker threads) ---------------------------------------------------------
     def _on_failure(self, exc: Exception) -> None:
@@ -175,27 +195,53 @@ class Perception:
             self.stats.rejected += 1
             self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
             return None
-        return _Inferred(frame, pipeline.infer(image, encoding, request), pipeline, values)
+        # The camera is needed before inference: a distorted raw image is rectified first.
+        info, source = self._camera_infos.choose(stamp_ns(msg.header.stamp))
+        raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
+        return _Inferred(frame, raw, pipeline, values, source)
 
     def _finish(self, item: _Inferred) -> None:
         header = item.frame.msg.header
-        info, source = self._camera_infos.choose(stamp_ns(header.stamp))
-        intrinsics = None if info is None else camera_info_to_intrinsics(info)
-        products = item.pipeline.finish(item.raw, intrinsics)
-        self.stats.camera_info = source if not products.intrinsics_guessed \
+        stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
+        reference = self._reference_for(stamp, item.values) if self.scaler is not None else None
+        products = item.pipeline.finish(item.raw, None, self.scaler, stamp, reference)
+        if products.scale is not None and products.scale.reason and self.scaler is not None:
+            self._warn_once_per("scale", f"no depth scale from this frame: "
+                                         f"{products.scale.reason}", period=10.0)
+        self.stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
             else products.intrinsics_note
         self.stats.intrinsics_guessed = products.intrinsics_guessed
+        self.stats.camera_note = products.camera_note
+        self.stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
+            if products.intrinsics_guessed else item.raw.camera.describe()
         if products.intrinsics_guessed:
             self._warn_once_per("camera_info", f"{products.intrinsics_note} (camera_info: "
-                                               f"{source})", period=10.0)
+                                               f"{item.camera_info_source})", period=10.0)
+        if products.camera_note:
+            self._warn_once_per("camera_note", products.camera_note, period=10.0)
         if not self.active:  # deactivated while this frame was being computed
             return
         with item.pipeline.timer.stage("publish"):
-            self.outputs.publish(products, header, item.values["depth_encoding"], info)
+            self.outputs.publish(products, header, item.values["depth_encoding"])
         self.stats.record_success(time.monotonic() - item.frame.received)
         self.stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         self.stats.frame_id = header.frame_id
         self.out_rate.tick()
+
+    def _reference_for(self, stamp: float, values: dict[str, Any]) -> Any:
+        """The reference depth (metres) nearest the image's stamp within the slop, or None."""
+        best, best_dt = None, values["reference_depth_slop"]
+        for msg in list(self._references):
+            dt = abs(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - stamp)
+            if dt <= best_dt:
+                best, best_dt = msg, dt
+        if best is None:
+            return None
+        try:
+            return reference_to_metres(image_msg_to_array(best), best.encoding)
+        except (KeyError, ValueError) as exc:
+            self._warn_once_per("reference", f"reference depth ignored: {exc}")
+            return None
 
     # ---- diagnostics -------------------------------------------------------------------------
     def publish_diagnostics(self) -> None:
@@ -212,7 +258,15 @@ class Perception:
             output_hz=self.out_rate.rate(), received=self.in_rate.total,
             dropped=self.frames_dropped,
             backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
-            input_qos=self.camera.reliability()))
+            input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values)))
+
+    def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
+        """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
+        if self.scaler is None:
+            return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
+                                                        values["depth_scale_source"],
+                                                        values["relative_depth_scale"]))
+        return scale_diagnostics(self.scaler.last)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
         """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
@@ -238,8 +292,10 @@ class ParameterHandling:
         return {p.name: self.get_parameter(p.name).value for p in PARAMS}
 
     def _validate_parameters(self, params: list) -> SetParametersResult:
-        current = self.perception.values if self.perception else self.current_values()
-        return check_changes(current, params)
+        if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
+            return check_changes(self.current_values(), params)
+        return check_changes(self.perception.values, params,
+                             self.perception.spec.metric_depth)
 
     def _apply_parameters(self, params: list) -> None:
         changes = changed_values(params)

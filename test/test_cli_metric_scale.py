@@ -1,0 +1,156 @@
+"""Metric depth from DA3 in the offline ``process`` command: ground plane, a bag's reference depth
+topic, and relative depth never written as metres (files, bags, summary.json)."""
+
+import json
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import DA3_TEST_MODEL
+
+pytest.importorskip("rosbags")
+
+from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
+
+from tools.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
+from test_cli import read_bag, run  # noqa: E402
+from test_metric_scale import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
+from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.offline import bagio  # noqa: E402
+from dense_perception.offline.fileio import read_ply  # noqa: E402
+
+TS = bagio.TYPESTORE
+T = TS.types
+# The pinhole guess (--fallback-hfov) that gives the scenes' own focal length.
+HFOV = math.degrees(2 * math.atan((WIDTH / 2) / FORWARD.fx))
+
+
+def write_scene_image(path, scene, s):
+    z, _ = scene.depth_and_surface()
+    cv2.imwrite(str(path), cv2.cvtColor(paint(z / s), cv2.COLOR_RGB2BGR))  # PNG: lossless
+    return z
+
+
+def test_relative_depth_is_written_unitless_and_never_as_metres(tmp_path, capsys):
+    image = tmp_path / "scene.png"
+    z = write_scene_image(image, FORWARD, 0.75)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(["process", image, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                                "--out", out, "--outputs", "depth,points"], capsys)
+    assert code == 0, stderr
+    depth = np.load(out / "depth" / "scene.npy")
+    assert np.abs(depth - z / 0.75).max() < 0.003  # relative units, as the model gave them
+    assert not list((out / "points").iterdir())   # no PLY: its coordinates would be metres
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["depth"]["units"] == "relative (unitless; depth_scale_source: none)"
+    assert summary["depth"]["frames_relative"] == 1 and summary["files"]["points"] == 0
+    for extra, why in [(["--depth-format", "png16"], "--depth-format png16 means millimetres"),
+                       (["--max-depth", "4"], "--max-depth is in metres")]:
+        code, _, stderr = run(["process", image, "--model", DA3_TEST_MODEL, "--out",
+                               tmp_path / f"refused{len(extra[0])}", *extra], capsys)
+        assert code == 2 and why in stderr and "set --depth-scale-source to fixed" in stderr
+    code, _, stderr = run(["process", image, "--model", DA3_TEST_MODEL, "--out", tmp_path / "r",
+                           "--depth-scale-source", "ground_plane"], capsys)
+    assert code == 2 and "needs --camera-height" in stderr
+
+
+@pytest.mark.parametrize("scene,s", [(FORWARD, 0.75), (PITCHED_WITH_BOX, 0.35)])
+def test_ground_plane_from_camera_height(tmp_path, capsys, scene, s):
+    image = tmp_path / "scene.png"
+    z = write_scene_image(image, scene, s)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(["process", image, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                                "--out", out, "--outputs", "depth,points", "--fallback-hfov",
+                                HFOV, "--depth-scale-source", "ground_plane", "--camera-height",
+                                scene.height, "--depth-format", "png16", "--points-stride", "1",
+                                "--max-depth", "50"], capsys)
+    assert code == 0, stderr
+    mm = cv2.imread(str(out / "depth" / "scene.png"), cv2.IMREAD_UNCHANGED)
+    assert mm.dtype == np.uint16 and np.abs(mm / 1000.0 / z - 1).max() < 0.03
+    points = read_ply(out / "points" / "scene.ply")
+    xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1).astype(np.float64)
+    _, surface = scene.depth_and_surface()
+    floor = xyz[surface.ravel() == 0]
+    assert np.abs(floor @ scene.down() / scene.height - 1).max() < 0.03
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["depth"]["units"] == "metres (scale from ground_plane)"
+    assert summary["depth"]["scale_per_frame"][0] == pytest.approx(s, rel=0.03)
+
+
+def write_reference_bag(path, frames, rng, reference_offset_ns=0):
+    """Images of PITCHED_WITH_BOX at s = 0.35, a CameraInfo, and a sparse 32FC1 reference depth
+    (1 % of the pixels, 10 % outliers) per frame, logged 5 ms *after* its image and stamped
+    ``reference_offset_ns`` after it."""
+    scene, s = PITCHED_WITH_BOX, 0.35
+    z, _ = scene.depth_and_surface()
+    k = Intrinsics(scene.fx, scene.fx, scene.cx, scene.cy, WIDTH, HEIGHT)
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
+        info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
+        ref = w.add_connection("/tof/depth", bagio.IMAGE, typestore=TS)
+        for i in range(frames):
+            header = T["std_msgs/msg/Header"](
+                stamp=T["builtin_interfaces/msg/Time"](sec=1000 + i, nanosec=0), frame_id="cam")
+            t = 5_000_000_000 + i * 100_000_000
+            w.write(img, t, TS.serialize_cdr(bagio.array_to_image(paint(z / s), "rgb8", header),
+                                             bagio.IMAGE))
+            w.write(info, t, TS.serialize_cdr(bagio.intrinsics_to_camera_info(k, header),
+                                              bagio.CAMERA_INFO))
+            reference, _ = sparse_reference(z, 0.01, 0.10, rng)
+            ref_header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+                sec=1000 + i, nanosec=reference_offset_ns), frame_id="cam")
+            w.write(ref, t + 5_000_000, TS.serialize_cdr(
+                bagio.array_to_image(reference, "32FC1", ref_header), bagio.IMAGE))
+    return z, s
+
+
+def test_bag_reference_depth_topic(tmp_path, capsys):
+    src = tmp_path / "in"
+    z, s = write_reference_bag(src, 3, np.random.default_rng(3))
+    out = tmp_path / "out"
+    code, stdout, stderr = run(["process", src, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                                "--out", out, "--outputs", "depth,points", "--copy", "none",
+                                "--topic", "/cam/image_raw",
+                                "--depth-scale-source", "reference_depth",
+                                "--reference-depth-topic", "/tof/depth"], capsys)
+    assert code == 0, stderr
+    messages, types = read_bag(out)
+    depths = [conversions_array(m) for _, m in messages["/cam/depth/image"]]
+    assert len(depths) == 3 and len(messages["/cam/points"]) == 3
+    for depth in depths:
+        assert np.abs(depth / z - 1).max() < 0.02
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["depth"]["units"] == "metres (scale from reference_depth)"
+    assert summary["depth"]["frames_metric"] == 3
+    code, _, stderr = run(["process", src, "--model", DA3_TEST_MODEL, "--out", tmp_path / "x",
+                           "--topic", "/cam/image_raw",
+                           "--depth-scale-source", "reference_depth",
+                           "--reference-depth-topic", "/lidar"], capsys)
+    assert code == 2 and "'/lidar' is not in the bag" in stderr and "/tof/depth" in stderr
+
+
+def test_bag_without_reference_withholds_depth_and_points(tmp_path, capsys):
+    """Estimated scale never found (each reference is stamped 0.5 s after its image, beyond the
+    0.05 s slop): nothing metric is written, the colour view is, and the summary says why."""
+    src = tmp_path / "in"
+    write_reference_bag(src, 2, np.random.default_rng(4), reference_offset_ns=500_000_000)
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", src, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                           "--out", out, "--outputs", "depth,points", "--copy", "none",
+                           "--topic", "/cam/image_raw",
+                           "--depth-scale-source", "reference_depth",
+                           "--reference-depth-topic", "/tof/depth"], capsys)
+    assert code == 0, stderr
+    messages, _ = read_bag(out)
+    assert "/cam/depth/image" not in messages and "/cam/points" not in messages
+    assert len(messages["/cam/depth/colored"]) == 2
+    summary = json.loads((out / "summary.json").read_text())["depth"]
+    assert summary["frames_withheld"] == 2 and summary["scale_per_frame"] == [None, None]
+    assert summary["no_estimate_reasons"] == {"no reference depth for this frame": 2}
+
+
+def conversions_array(msg):
+    from dense_perception.core.conversions import image_msg_to_array
+    return image_msg_to_array(msg)

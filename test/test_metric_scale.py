@@ -1,0 +1,218 @@
+"""The metric-scale estimators and filter (core, no ROS, no model) against known scenes."""
+
+import math
+
+import numpy as np
+import pytest
+
+from tools.metric_scene import HEIGHT, WIDTH, Scene
+from dense_perception.core.fit import make_fit_plan
+from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,
+                                                fit_ground_plane, ground_plane_scale,
+                                                ground_points, reference_scale,
+                                                reference_to_metres, relative_output_problem,
+                                                scale_diagnostics)
+
+FORWARD = Scene(height=1.2, pitch_deg=0.0, wall=3.0)
+PITCHED_WITH_BOX = Scene(height=0.6, pitch_deg=20.0, wall=1.6, box=(-0.3, 0.1, 0.8, 1.0, 0.2))
+
+
+def intrinsics(scene):
+    return Intrinsics(scene.fx, scene.fx, scene.cx, scene.cy, WIDTH, HEIGHT)
+
+
+@pytest.mark.parametrize("scene,s", [(FORWARD, 0.75), (FORWARD, 3.0), (PITCHED_WITH_BOX, 0.35),
+                                     (Scene(0.3, 25.0, 1.0), 0.1)])
+def test_ground_plane_scale_recovers_s(scene, s):
+    z, _ = scene.depth_and_surface()
+    est = ground_plane_scale((z / s).astype(np.float32), intrinsics(scene), scene.height)
+    assert est.scale == pytest.approx(s, rel=0.01)
+    # The plane found is the floor: its normal is the world's down direction.
+    assert np.dot(est.normal, scene.down()) > math.cos(math.radians(1.0))
+    assert est.inlier_ratio > 0.5
+
+
+def test_ground_plane_rejects_walls_and_says_why():
+    """Only a wall in the lower view: the tilt prior refuses it, no scale."""
+    wall = np.full((HEIGHT, WIDTH), 2.0, np.float32)
+    est = ground_plane_scale(wall, intrinsics(FORWARD), 1.0)
+    assert est.scale is None and "no plane within 30 deg" in est.reason
+
+
+def test_ground_plane_ignores_clutter():
+    """Half the lower view is random clutter: the floor (50 % of the points) still wins."""
+    z, _ = FORWARD.depth_and_surface()
+    rel = (z / 2.0).astype(np.float32)
+    rng = np.random.default_rng(1)
+    rel[600:, :WIDTH // 2] = rng.uniform(0.3, 1.5, (HEIGHT - 600, WIDTH // 2))
+    est = ground_plane_scale(rel, intrinsics(FORWARD), FORWARD.height)
+    assert est.scale == pytest.approx(2.0, rel=0.02)
+
+
+def test_fit_ground_plane_on_exact_points():
+    rng = np.random.default_rng(3)
+    n = np.array([0.0, math.cos(0.3), math.sin(0.3)])
+    a = np.cross(n, [1.0, 0.0, 0.0])
+    pts = 0.8 * n + rng.uniform(-2, 2, (500, 1)) * a + rng.uniform(-2, 2, (500, 1)) * \
+        np.array([1.0, 0.0, 0.0])
+    normal, d, inliers = fit_ground_plane(pts)
+    assert d == pytest.approx(0.8, rel=1e-6) and np.dot(normal, n) == pytest.approx(1.0, abs=1e-9)
+    assert inliers.all()
+
+
+def sparse_reference(z, fraction, outliers, rng, shape=None):
+    """Metric depth at ``fraction`` of the pixels, ``outliers`` of them replaced by junk."""
+    ref = np.full(z.shape, np.nan, np.float32)
+    idx = rng.choice(z.size, int(fraction * z.size), replace=False)
+    values = z.ravel()[idx].copy()
+    bad = rng.random(len(idx)) < outliers
+    values[bad] = rng.uniform(0.2, 10.0, bad.sum())
+    ref.ravel()[idx] = values
+    return ref, bad.mean()
+
+
+@pytest.mark.parametrize("s", [0.4, 2.5])
+def test_reference_scale_with_sparse_pixels_and_outliers(s):
+    z, _ = PITCHED_WITH_BOX.depth_and_surface()
+    rng = np.random.default_rng(7)
+    ref, bad = sparse_reference(z, 0.01, 0.10, rng)
+    assert 0.08 < bad < 0.12
+    plan = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
+    est = reference_scale((z / s).astype(np.float32), ref, plan, "model")
+    assert est.scale == pytest.approx(s, rel=0.005)
+    assert 0.85 < est.inlier_ratio < 0.95  # the outliers (plus a few lucky ones) rejected
+
+
+def test_reference_at_half_resolution_maps_through_the_crop():
+    """A 640x360 reference of a 1280x720 camera, the model fed a centre crop."""
+    rng = np.random.default_rng(2)
+    u, v = np.meshgrid(np.arange(1280), np.arange(720))
+    z_cam = 1.0 + u / 1280.0 + v / 720.0   # a smooth metric depth over the camera's view
+    plan = make_fit_plan(1280, 720, 504, 896, "crop")
+    rel = plan.unfit(plan.fit_image(z_cam.astype(np.float32)) / 1.7, "model",
+                     __import__("dense_perception.core.fit", fromlist=["Interp"]).Interp.LINEAR)
+    ref = z_cam[::2, ::2].astype(np.float32).copy()  # pixel centres: within half a pixel
+    ref[rng.random(ref.shape) < 0.5] = 0.0
+    est = reference_scale(rel, reference_to_metres(ref, "32FC1"), plan, "model")
+    assert est.scale == pytest.approx(1.7, rel=0.01)
+
+
+def test_reference_to_metres():
+    mm = np.array([[0, 1500]], np.uint16)
+    m = reference_to_metres(mm, "16UC1")
+    assert np.isnan(m[0, 0]) and m[0, 1] == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="16UC1 .mm. or 32FC1"):
+        reference_to_metres(mm, "mono8")
+
+
+def test_too_few_reference_pixels_give_no_scale():
+    plan = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
+    ref = np.zeros((HEIGHT, WIDTH), np.float32)
+    ref[10, 10:20] = 1.0
+    est = reference_scale(np.ones((HEIGHT, WIDTH), np.float32), ref, plan, "model")
+    assert est.scale is None and "only 10 valid reference pixels" in est.reason
+
+
+def run_filter(truths, noise, tau, dt=0.1, seed=0):
+    rng = np.random.default_rng(seed)
+    f = ScaleFilter(tau)
+    out = []
+    for i, truth in enumerate(truths):
+        out.append(f.update(i * dt, truth * (1.0 + rng.uniform(-noise, noise))))
+    return np.array(out), f
+
+
+def test_filter_is_steady_under_10_percent_noise():
+    tau, dt = 2.0, 0.1
+    published, f = run_filter([1.3] * 200, 0.10, tau, dt)
+    settled = published[int(2 * tau / dt):]
+    moves = np.abs(np.diff(settled)) / settled[:-1]
+    assert moves.max() < 0.01
+    assert np.abs(settled / 1.3 - 1).max() < 0.03
+    assert 0.04 < f.spread() < 0.09  # uniform +-10 %: 1.4826 x MAD = 0.074
+
+
+def test_filter_follows_a_step_within_its_time_constant():
+    tau, dt = 2.0, 0.1
+    truths = [1.3] * 100 + [2.1] * 100
+    published, _ = run_filter(truths, 0.10, tau, dt, seed=4)
+    after = published[100 + int(tau / dt):]
+    assert np.abs(after / 2.1 - 1).max() < 0.03
+    # ... and a smaller change (10 %, within the noise) is followed exponentially.
+    published, _ = run_filter([1.0] * 100 + [1.1] * 200, 0.02, tau, dt, seed=5)
+    assert published[100 + int(tau / dt)] == pytest.approx(1.0 + 0.1 * (1 - math.exp(-1)),
+                                                           abs=0.02)
+    assert published[-1] == pytest.approx(1.1, rel=0.01)
+
+
+def test_filter_holds_the_last_good_scale():
+    f = ScaleFilter(1.0)
+    assert f.update(0.0, None) is None
+    for i in range(5):
+        f.update(0.1 * i, 2.0)
+    assert f.update(5.0, None) == pytest.approx(2.0) and f.last_good_t == pytest.approx(0.4)
+    assert f.update(6.0, float("nan")) == pytest.approx(2.0)
+
+
+def test_scaler_reports_and_warns():
+    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=1.0, time_constant=1.0))
+    wall = np.full((HEIGHT, WIDTH), 2.0, np.float32)
+    plan = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
+    report = scaler.update(0.0, wall, intrinsics(FORWARD), plan, "model")
+    values, warning = scale_diagnostics(report)
+    assert report.scale is None and not report.metric
+    assert "withheld" in warning and values["depth scale (m per unit)"] == "-"
+    z, _ = FORWARD.depth_and_surface()
+    scaler.configure(ScaleConfig("ground_plane", camera_height=FORWARD.height,
+                                 time_constant=1.0))
+    report = scaler.update(0.1, (z / 0.5).astype(np.float32), intrinsics(FORWARD), plan, "model")
+    assert report.metric and report.scale == pytest.approx(0.5, rel=0.01)
+    assert scale_diagnostics(report)[1] == ""
+    report = scaler.update(20.0, wall, intrinsics(FORWARD), plan, "model")  # held, stale
+    assert report.scale == pytest.approx(0.5, rel=0.01) and report.age_s == pytest.approx(19.9)
+    assert "held for 19.9 s" in scale_diagnostics(report)[1]
+
+
+def test_bad_settings_are_refused_with_the_fix():
+    assert "needs camera_height" in ScaleConfig("ground_plane").problem()
+    assert "use 32FC1" in relative_output_problem(False, "none", 0.0, "16UC1")
+    assert "set max_depth to 0" in relative_output_problem(False, "none", 5.0, "32FC1")
+    assert relative_output_problem(True, "none", 5.0, "16UC1") is None
+    assert relative_output_problem(False, "fixed", 5.0, "16UC1") is None
+
+
+def test_ground_points_sample_the_lower_view():
+    depth = np.ones((HEIGHT, WIDTH), np.float32)
+    pts = ground_points(depth, intrinsics(FORWARD))
+    assert 2000 < len(pts) < 4000 and (pts[:, 1] >= -1e-6).all()
+
+
+def test_pipeline_applies_the_scale_and_withholds_until_found():
+    """Through the real pipeline and the DA3 test model: relative depth (none) gives no points;
+    ground_plane without a floor withholds depth and points but keeps the colour view; with a
+    floor, depth and points are metres."""
+    from conftest import DA3_TEST_MODEL
+    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from tools.metric_scene import paint
+    request = Request(depth=True, depth_colored=True, points=True)
+    z, _ = FORWARD.depth_and_surface()
+    frame = paint(z / 0.75)
+    k = intrinsics(FORWARD)
+    relative = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None)
+    products = relative.process(frame, "rgb8", k, request)
+    assert products.points is None and not products.depth_metric
+    assert np.abs(products.depth - z / 0.75).max() < 0.003
+    assert "points withheld: depth is relative" in products.withheld
+    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
+                             config=PipelineConfig(depth_scale_source="ground_plane"))
+    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
+    wall = paint(np.full((HEIGHT, WIDTH), 2.0))
+    raw = pipeline.infer(wall, "rgb8", request)
+    products = pipeline.finish(raw, k, scaler, 0.0)
+    assert products.depth is None and products.points is None
+    assert products.depth_colored is not None and "withheld" in products.withheld
+    raw = pipeline.infer(frame, "rgb8", request)
+    products = pipeline.finish(raw, k, scaler, 0.1)
+    assert products.depth_metric and np.abs(products.depth / z - 1).max() < 0.03
+    assert len(products.points) > 0.9 * z.size
