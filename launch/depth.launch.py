@@ -7,10 +7,14 @@
     ros2 launch dense_perception depth.launch.py namespace:=robot1 rviz:=true \
         fixed_frame:=camera_color_optical_frame
 
-Parameters come from the ``config`` YAML; the ``model`` and ``backend`` arguments override
-its model_path and backend only when they are given. ``rviz:=true`` also starts RViz in the
-node's namespace (the config's topics are relative), with ``fixed_frame`` (the images'
-``header.frame_id``) as its fixed frame.
+    ros2 launch dense_perception depth.launch.py use_lifecycle:=true   # a managed node
+
+Parameters come from the ``config`` YAML; the ``model``, ``backend``, ``input_qos`` and
+``use_lifecycle`` arguments override its values only when they are given. ``rviz:=true`` also
+starts RViz in the node's namespace (the config's topics are relative), with ``fixed_frame``
+(the images' ``header.frame_id``) as its fixed frame. With use_lifecycle:=true the node starts
+unconfigured: configure and activate it with a lifecycle manager (e.g. nav2_lifecycle_manager)
+or ``ros2 lifecycle set /dense_perception configure``.
 """
 
 from launch import LaunchDescription
@@ -29,6 +33,10 @@ def _node(context):
         overrides["backend"] = arg("backend")
     if arg("model"):
         overrides["model_path"] = arg("model")
+    if arg("input_qos"):
+        overrides["input_qos"] = arg("input_qos")
+    if arg("use_lifecycle"):
+        overrides["use_lifecycle"] = arg("use_lifecycle") == "true"
     image = arg("image")
     actions = [Node(
         package="dense_perception",
@@ -69,6 +77,14 @@ def generate_launch_description():
             "backend", default_value="", choices=["", "auto", "gpu", "cpu"],
             description="auto (GPU if it works, else CPU), gpu, or cpu (XNNPACK, e.g. on a "
                         "Raspberry Pi 5); empty = the config's backend"),
+        DeclareLaunchArgument(
+            "input_qos", default_value="", choices=["", "auto", "sensor_data", "reliable"],
+            description="Camera subscription QoS: auto (match the camera's reliability), "
+                        "sensor_data (best effort) or reliable; empty = the config's input_qos"),
+        DeclareLaunchArgument(
+            "use_lifecycle", default_value="", choices=["", "true", "false"],
+            description="true: start a managed (lifecycle) node, unconfigured; empty = the "
+                        "config's use_lifecycle"),
         DeclareLaunchArgument(
             "image", default_value="/camera/image_raw",
             description="Camera image topic (its /compressed sibling is used when "

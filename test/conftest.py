@@ -20,6 +20,16 @@ def load_test_model_maker():
     return module
 
 
+def gpu_works() -> bool:
+    """Whether LiteRT's GPU accelerator initialises on this machine (a real or software GPU)."""
+    from dense_perception.core.runner import CompiledModelRunner
+    try:
+        CompiledModelRunner(TIPS_TEST_MODEL, "gpu")
+        return True
+    except RuntimeError:
+        return False
+
+
 @pytest.fixture(scope="session")
 def maker():
     return load_test_model_maker()

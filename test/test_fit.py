@@ -94,19 +94,21 @@ def test_rotation_direction_is_clockwise_and_undone():
 
 
 def test_unturn_vectors_matches_pixel_turn():
-    """A vector field pointing along camera +x, expressed in the turned frame, comes back as +x."""
+    """Vector fields along camera +x and +y, expressed in the turned frame, come back as +x and
+    +y. Two directions, so a mirror (e.g. swapping x and y) cannot pass for the rotation."""
     plan = make_fit_plan(1280, 720, 504, 896, "rotate")
-    # Draw an arrow along camera +x (rightwards) and see where it points after turning.
-    frame = np.zeros((720, 1280), np.uint8)
-    frame[360, 600] = 1
-    frame[360, 700] = 2
-    turned = cv2.rotate(frame, cv2.ROTATE_90_CLOCKWISE)
-    (r1, c1), (r2, c2) = [np.argwhere(turned == k)[0] for k in (1, 2)]
-    arrow_turned = np.array([c2 - c1, r2 - r1, 0], np.float32)  # (x', y', z) in the turned frame
-    arrow_turned /= np.linalg.norm(arrow_turned)
-    field = np.broadcast_to(arrow_turned, (4, 4, 3)).copy()
-    back = plan.unturn_vectors(field)
-    np.testing.assert_allclose(back[0, 0], [1, 0, 0], atol=1e-6)
+    for (dr, dc), expected in [((0, 100), [1, 0, 0]), ((100, 0), [0, 1, 0])]:
+        # Draw an arrow along the camera direction and see where it points after turning.
+        frame = np.zeros((720, 1280), np.uint8)
+        frame[300, 600] = 1
+        frame[300 + dr, 600 + dc] = 2
+        turned = cv2.rotate(frame, cv2.ROTATE_90_CLOCKWISE)
+        (r1, c1), (r2, c2) = [np.argwhere(turned == k)[0] for k in (1, 2)]
+        arrow_turned = np.array([c2 - c1, r2 - r1, 0], np.float32)  # (x', y', z), turned frame
+        arrow_turned /= np.linalg.norm(arrow_turned)
+        field = np.broadcast_to(arrow_turned, (4, 4, 3)).copy()
+        back = plan.unturn_vectors(field)
+        np.testing.assert_allclose(back[0, 0], expected, atol=1e-6)
     # Unturned plans leave vectors alone.
     assert make_fit_plan(640, 480, 448, 448, "crop").unturn_vectors(field) is field
 

@@ -29,8 +29,9 @@ CONFIGS = {"depth.yaml": "da3", "tipsv2.yaml": "tipsv2"}
 RVIZ_FILE = REPO / "config" / "dense_perception.rviz"
 NODE_KEY = "/**/dense_perception"  # matches the node in any namespace (launch's namespace:=...)
 LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
-               "reference_depth", "rviz", "fixed_frame"}
-ARG_TO_PARAM = {"backend": "backend", "model": "model_path"}
+               "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle"}
+ARG_TO_PARAM = {"backend": "backend", "model": "model_path", "input_qos": "input_qos",
+                "use_lifecycle": "use_lifecycle"}
 HAVE_LAUNCH_ROS = importlib.util.find_spec("launch_ros") is not None
 
 
@@ -68,13 +69,12 @@ def _console_scripts() -> dict[str, str]:
 
 
 def _node_source_facts() -> tuple[str, set[str]]:
-    """node.py's NODE_NAME and the topics it subscribes to (read with ast: no rclpy needed)."""
-    tree = ast.parse((REPO / "dense_perception" / "ros" / "node.py").read_text())
-    node_name = _module_constants(tree)["NODE_NAME"]
-    topics = {call.args[1].value for call in ast.walk(tree)
-              if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-              and call.func.attr == "create_subscription"
-              and isinstance(call.args[1], ast.Constant)}
+    """The node's NODE_NAME and the topics it subscribes to (the *_TOPIC constants of
+    ros/camera_input.py; read with ast: no rclpy needed)."""
+    ros = REPO / "dense_perception" / "ros"
+    node_name = _module_constants(ast.parse((ros / "perception.py").read_text()))["NODE_NAME"]
+    constants = _module_constants(ast.parse((ros / "camera_input.py").read_text()))
+    topics = {value for name, value in constants.items() if name.endswith("_TOPIC")}
     return node_name, topics
 
 
@@ -121,7 +121,8 @@ def test_launch_declares_exactly_the_documented_arguments():
     assert plain == {"model": "", "backend": "", "image": "/camera/image_raw",
                      "camera_info": "/camera/camera_info", "namespace": "",
                      "reference_depth": "reference_depth", "rviz": "false",
-                     "fixed_frame": "camera_optical_frame"}
+                     "fixed_frame": "camera_optical_frame", "input_qos": "",
+                     "use_lifecycle": ""}
     for name, call in declared.items():
         description = _kwargs(call).get("description")
         assert isinstance(description, ast.Constant) and description.value, \
@@ -240,10 +241,11 @@ def test_launch_defaults_use_the_config_model_and_backend(stub_launch):
 def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     node = _run_opaque(stub_launch, model="/m/tipsv2.tflite", backend="cpu", image="/cam/img",
                        camera_info="/cam/info", config="/c/tipsv2.yaml", namespace="robot1",
-                       reference_depth="/tof/depth")
+                       reference_depth="/tof/depth", input_qos="reliable", use_lifecycle="true")
     files, overrides = _parameters(node)
     assert files == ["/c/tipsv2.yaml"]
-    assert overrides == {"backend": "cpu", "model_path": "/m/tipsv2.tflite"}
+    assert overrides == {"backend": "cpu", "model_path": "/m/tipsv2.tflite",
+                         "input_qos": "reliable", "use_lifecycle": True}
     assert set(overrides) == set(ARG_TO_PARAM.values())
     for name in overrides:
         assert name in PARAMS_BY_NAME, f"{name} is not a node parameter"
@@ -340,7 +342,7 @@ def test_config_comments_every_parameter_and_the_qos_example_parses(name):
     start = next(i for i, line in enumerate(lines) if line.strip() == "# qos_overrides:")
     block = "\n".join(line.replace("# ", "", 1) for line in lines[start:start + 4])
     assert yaml.safe_load(block) == {
-        "qos_overrides": {"/image": {"subscription": {"reliability": "reliable"}}}}
+        "qos_overrides": {"/points": {"publisher": {"reliability": "best_effort"}}}}
 
 
 @pytest.mark.ros

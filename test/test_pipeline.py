@@ -9,58 +9,12 @@ import numpy as np
 import pytest
 
 from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
+from model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame, tips_depth_of,
+                         tips_normals_of)
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
-from dense_perception.core.pointcloud import reference_points
 from dense_perception.core.postprocess import INVALID_LABEL
-
-MEAN = np.array([0.485, 0.456, 0.406])
-STD = np.array([0.229, 0.224, 0.225])
-
-
-def gradient_frame(width, height, blue=200):
-    """RGB frame: red grows left->right, green grows top->bottom, blue constant."""
-    u = np.linspace(20, 235, width)
-    v = np.linspace(30, 225, height)
-    frame = np.empty((height, width, 3), np.float64)
-    frame[..., 0] = u[None, :]
-    frame[..., 1] = v[:, None]
-    frame[..., 2] = blue
-    return frame  # float, exact; quantised by the caller
-
-
-def da3_depth_of(rgb):
-    x = (rgb / 255.0 - MEAN) / STD
-    return 3.0 + 0.5 * x[..., 0] + 0.25 * x[..., 1] + 0.125 * x[..., 2]
-
-
-def tips_depth_of(rgb):
-    r, g, b = (rgb[..., i] / 255.0 for i in range(3))
-    return 0.5 + 2.0 * r + 1.0 * g + 0.5 * b
-
-
-def tips_normals_of(rgb):
-    r, g = rgb[..., 0] / 255.0, rgb[..., 1] / 255.0
-    n = np.stack([2 * r - 1, 2 * g - 1, -np.ones_like(r)], axis=-1)
-    return n / np.linalg.norm(n, axis=-1, keepdims=True)
-
-
-def camera_colour_at_published(exact, plan, resolution):
-    """The exact camera colour at the centre of each published pixel."""
-    pw, ph = plan.published_size(resolution)
-    if resolution == "input":
-        return exact
-    # Invert camera_to_published for pixel centres of the published grid.
-    jj, ii = np.meshgrid(np.arange(pw), np.arange(ph))
-    u = (jj + 0.5) * plan.crop_width / pw - 0.5 + plan.crop_x
-    v = (ii + 0.5) * plan.crop_height / ph - 0.5 + plan.crop_y
-    h, w = exact.shape[:2]
-    us = np.interp(u, np.arange(w), np.arange(w))  # clamp to the frame like the resize does
-    vs = np.interp(v, np.arange(h), np.arange(h))
-    r = np.interp(us, np.arange(w), exact[0, :, 0])
-    g = np.interp(vs, np.arange(h), exact[:, 0, 1])
-    return np.stack([r, g, np.full_like(r, exact[0, 0, 2])], axis=-1)
-
+from tools.reference import reference_points
 
 def encode(rgb8, encoding):
     return {"rgb8": rgb8, "bgr8": rgb8[:, :, ::-1].copy(),
@@ -236,26 +190,3 @@ def test_bad_config_is_refused():
     with pytest.raises(ValueError, match="points_stride must be >= 1"):
         load_pipeline(TIPS_TEST_MODEL, backend="cpu", config=PipelineConfig(points_stride=0))
 
-
-def agreement_on_random_logits(coarse_size, seed=0):
-    """Share of 448x448 pixels where argmax-at-256-then-nearest equals upsample-then-argmax."""
-    import cv2
-    coarse = np.random.default_rng(seed).normal(size=(150, coarse_size, coarse_size))
-    logits = np.stack([cv2.resize(c.astype(np.float32), (256, 256), interpolation=cv2.INTER_CUBIC)
-                       for c in coarse])
-    card = cv2.resize(logits.argmax(0).astype(np.uint8), (448, 448),
-                      interpolation=cv2.INTER_NEAREST_EXACT)
-    official = np.stack([cv2.resize(c, (448, 448), interpolation=cv2.INTER_LINEAR)
-                         for c in logits]).argmax(0)
-    return float(np.mean(card == official))
-
-
-def test_argmax_then_upscale_agrees_with_upscale_then_argmax():
-    """The card's order (argmax at 256, nearest upscale) vs the official one (bilinear logits to
-    448, then argmax) on random logits of decreasing smoothness. They differ only at class
-    boundaries, so agreement falls as regions shrink; the card quotes 99.96 % on real images."""
-    results = {size: agreement_on_random_logits(size) for size in (4, 16, 256)}
-    for size, agreement in results.items():
-        print(f"random logits at {size}x{size} -> 256: agreement {agreement:.2%}")
-    assert results[4] > 0.97 and results[16] > 0.9
-    assert results[4] > results[16] > results[256]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from dense_perception.core.models import MODEL_SPECS
-from dense_perception.core.preprocess import (PIXEL_FORMATS, Preprocessor, pixel_format,
-                                         reference_preprocess, to_rgb8)
+from dense_perception.core.preprocess import PIXEL_FORMATS, Preprocessor, pixel_format, to_rgb8
+from tools.reference import reference_preprocess
 
 
 def encode(rgb, name):

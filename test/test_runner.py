@@ -5,19 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
+from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_works
 from dense_perception.core.runner import (CompiledModelRunner, InterpreterRunner, ModelLoadError,
                                      litert_version, open_runner)
 
 LITERT_2 = not litert_version().startswith("1.")
-
-
-def gpu_works() -> bool:
-    try:
-        CompiledModelRunner(TIPS_TEST_MODEL, "gpu")
-        return True
-    except RuntimeError:
-        return False
 
 
 def random_input(shape, seed=0):

@@ -1,9 +1,6 @@
 """The installed entry point: startup errors fail fast with one line; signals stop it promptly."""
 
-import os
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -12,18 +9,24 @@ import pytest
 pytest.importorskip("rclpy")
 
 from conftest import DA3_TEST_MODEL, REPO  # noqa: E402
+from tools.node_process import NodeProcess  # noqa: E402
 
-pytestmark = pytest.mark.ros
-
-
-def node_env():
-    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
 
 def start_node(*ros_args, script=None):
-    cmd = [sys.executable] + (script if script else ["-m", "dense_perception.ros.node"])
-    return subprocess.Popen(cmd + ["--ros-args", *ros_args], env=node_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """The node as its own process; backend cpu unless a test says otherwise, so nothing
+    depends on whether this machine has a (software) GPU."""
+    return NodeProcess(["-p", "backend:=cpu", *ros_args], script=script).start()
+
+
+def exit_output(node, timeout=60):
+    """(exit code, everything the node wrote) once it exits by itself."""
+    try:
+        code = node.wait(timeout=timeout)
+    finally:
+        node.stop()  # no-op once it exited; kills it if it hung
+    return code, node.output()
 
 
 def our_lines(text):
@@ -47,23 +50,21 @@ def our_lines(text):
      "matches no supported model (model_type is forced to 'tipsv2')"),
 ])
 def test_startup_errors_fail_fast_with_one_line(args, expected):
-    proc = start_node(*args)
-    out, err = proc.communicate(timeout=60)
-    lines = our_lines(out + err)
-    assert proc.returncode == 1
+    code, out = exit_output(start_node(*args))
+    lines = our_lines(out)
+    assert code == 1
     assert len(lines) == 1 and "[FATAL]" in lines[0], lines
     assert expected in lines[0]
-    assert "Traceback" not in out + err
+    assert "Traceback" not in out
 
 
 def test_unsupported_signature_error(tmp_path):
     from conftest import load_test_model_maker
     path = tmp_path / "mobilenet.tflite"
     load_test_model_maker().write_signature_model(str(path), [(1, 224, 224, 3)], [(1, 1000)])
-    proc = start_node("-p", f"model_path:={path}")
-    out, err = proc.communicate(timeout=60)
-    (line,) = our_lines(out + err)
-    assert proc.returncode == 1
+    code, out = exit_output(start_node("-p", f"model_path:={path}"))
+    (line,) = our_lines(out)
+    assert code == 1
     assert "input [1,224,224,3] -> outputs [1,1000], which matches no supported model" in line
     assert "da3 (Depth Anything 3 Small)" in line and "tipsv2 (TIPSv2-B14-DPT)" in line
 
@@ -77,30 +78,60 @@ def test_signal_stops_node_mid_inference(sig):
     from std_msgs.msg import Header
 
     slow = [str(REPO / "tools" / "slow_node.py"), "60"]  # a 60 s inference
-    proc = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=slow)
+    node = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=slow)
     context = rclpy.Context()
     rclpy.init(context=context)
     client = rclpy.create_node("signal_client", context=context)
     try:
+        # The node subscribes to the camera once our depth subscription matches its output.
         client.create_subscription(Image, "depth/image", lambda m: None, 1)
         pub = client.create_publisher(Image, "image", qos_profile_sensor_data)
         deadline = time.monotonic() + 30
         while pub.get_subscription_count() == 0:
-            assert time.monotonic() < deadline and proc.poll() is None, "node did not come up"
+            assert time.monotonic() < deadline and node.alive(), "node did not come up"
             time.sleep(0.05)
-        time.sleep(0.5)  # let the node see our depth subscription too
         pub.publish(array_to_image(np.zeros((48, 64, 3), np.uint8), "rgb8", Header()))
-        assert proc.stdout.readline().strip() == "INFERENCE_STARTED"
+        node.wait_for_line("INFERENCE_STARTED", timeout=30)
         start = time.monotonic()
-        proc.send_signal(sig)
-        proc.wait(timeout=10)
+        node.proc.send_signal(sig)
+        code = node.wait(timeout=10)
         elapsed = time.monotonic() - start
-        err = proc.stderr.read()
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        node.stop()
         client.destroy_node()
         rclpy.shutdown(context=context)
     assert elapsed < 2.0
-    assert proc.returncode == 0
-    assert "Traceback" not in err
+    assert code == 0
+    assert "Traceback" not in node.output()
+
+
+def test_use_lifecycle_starts_a_managed_node():
+    """use_lifecycle:=true: the entry point starts an unconfigured lifecycle node that
+    configures and activates over DDS, and SIGINT still stops it cleanly."""
+    import threading
+
+    import rclpy
+    from lifecycle_msgs.msg import State, Transition
+    from ros_harness import LifecycleClient
+
+    node = start_node("-p", f"model_path:={DA3_TEST_MODEL}", "-p", "use_lifecycle:=true")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    client = rclpy.create_node("lifecycle_client", context=context)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(client)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    try:
+        lifecycle = LifecycleClient(client)
+        assert lifecycle.state() == State.PRIMARY_STATE_UNCONFIGURED, node.output_tail()
+        assert lifecycle.change(Transition.TRANSITION_CONFIGURE, State.PRIMARY_STATE_INACTIVE)
+        assert lifecycle.change(Transition.TRANSITION_ACTIVATE, State.PRIMARY_STATE_ACTIVE)
+    finally:
+        code, stopped = node.stop(timeout=10)
+        executor.shutdown(timeout_sec=1)
+        spin.join(timeout=2)
+        client.destroy_node()
+        rclpy.shutdown(context=context)
+    assert stopped and code == 0
+    assert "Traceback" not in node.output()

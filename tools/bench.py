@@ -25,7 +25,8 @@ from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
 from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
-from dense_perception.core.pointcloud import depth_to_points, reference_points
+from dense_perception.core.pointcloud import depth_to_points
+from tools.reference import reference_points
 from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
 from dense_perception.core.timing import StageTimer
 from tools.scene import make_sample_scene, scene_intrinsics
@@ -254,10 +255,9 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
     from tools.loadgen import run_stream
     runner = InterpreterRunner(model_path, threads)
     runner.run()
-    cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
-           "-p", f"model_path:={model_path}", "-p", "backend:=cpu",
+    cmd = ["-p", f"model_path:={model_path}", "-p", "backend:=cpu",
            "-p", f"num_threads:={threads}",
-           "-p", "depth_scale_source:=fixed"]  # DA3: asserted metres, so its points are made
+           "-p", "depth_scale_source:=fixed"]  # the node's --ros-args; DA3: asserted metres
     first = run_stream(cmd, fps=30.0, seconds=seconds, subscribe_all=True,
                        bare=lambda: median_ms(runner.run, runs, warmup=0), rounds=rounds)
     # A second start, for the load time with whatever LiteRT caches between runs.

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -30,27 +28,28 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import Image, PointCloud2
 from std_msgs.msg import Header, String
 
 from dense_perception.core import postprocess as post
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array, image_to_array
 from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS, available_groups
 from dense_perception.offline.fileio import write_ply
-from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
+from dense_perception.ros.messages import MESSAGE_CLASSES, intrinsics_to_camera_info
 from dense_perception.core.models import ModelSignatureError, ModelSpec, detect_model_spec
 from dense_perception.core.runner import ModelLoadError, check_model_file, resolve_model_path
+from tools.node_process import NodeProcess
+from tools.ros_client import FRAME_ID, LEVEL_NAMES, ScenePlayer, decode_status, node_status
 from tools.scene import make_sample_scene, scene_intrinsics
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
 TEST_MODELS = ("test_da3_small.tflite", "test_tipsv2_b14_dpt.tflite")
 NAMESPACE = "/demo"
-FRAME_ID = "camera_optical_frame"
 PLAY_HZ = 5.0
 DEFAULT_DOMAIN_ID = "61"  # the Makefile's default; the caller's ROS_DOMAIN_ID wins
 STOP_TIMEOUT_S = 5.0
-DIAGNOSTICS_NAME = "dense_perception"
+DIAGNOSTICS_NAME = f"{NAMESPACE}/dense_perception"  # the node's fully qualified name
 CLASSES_TOPIC = "segmentation/classes"
 
 class DemoError(RuntimeError):
@@ -74,14 +73,13 @@ def image_for_png(msg: Image) -> np.ndarray:
 
 def diagnostics_table(msg: DiagnosticArray) -> str:
     """The node's DiagnosticStatus as level, message and an aligned key | value table."""
-    status = next(s for s in msg.status if s.name.startswith(DIAGNOSTICS_NAME))
-    level = int.from_bytes(status.level, "little") if isinstance(status.level, bytes) \
-        else int(status.level)
-    level_name = {0: "OK", 1: "WARN", 2: "ERROR", 3: "STALE"}.get(level, str(level))
-    rows = [(kv.key, kv.value) for kv in status.values]
+    status = node_status(msg, DIAGNOSTICS_NAME)
+    level, message, values = decode_status(status)
+    rows = list(values.items())
     width = max((len(k) for k, _ in rows), default=3)
-    lines = [f"diagnostics: {status.name}", f"  level: {level_name}",
-             f"  message: {status.message}", f"  {'key'.ljust(width)} | value",
+    lines = [f"diagnostics: {status.name} (hardware_id {status.hardware_id})",
+             f"  level: {LEVEL_NAMES.get(level, str(level))}",
+             f"  message: {message}", f"  {'key'.ljust(width)} | value",
              f"  {'-' * width}-+-{'-' * 30}"]
     lines += [f"  {k.ljust(width)} | {v}" for k, v in rows]
     return "\n".join(lines)
@@ -108,10 +106,10 @@ class DemoClient(Node):
         self.recording = Recording()
         self._sent_stamps: set[tuple[int, int]] = set()
         height, width = scene.shape[:2]
-        self._image = array_to_image(scene, "rgb8", Header(frame_id=FRAME_ID))
-        self._info = intrinsics_to_camera_info(scene_intrinsics(width, height), Header())
-        self._image_pub = self.create_publisher(Image, "image", qos_profile_sensor_data)
-        self._info_pub = self.create_publisher(CameraInfo, "camera_info", qos_profile_sensor_data)
+        self.player = ScenePlayer(self, fps=PLAY_HZ, frame=scene,
+                                  info=intrinsics_to_camera_info(scene_intrinsics(width, height),
+                                                                 Header()),
+                                  on_sent=self._on_sent)
         for topic, msg_type in topics.items():
             self.create_subscription(msg_type, topic,
                                      lambda msg, t=topic: self._on_output(t, msg), 10)
@@ -120,16 +118,9 @@ class DemoClient(Node):
             self.create_subscription(String, CLASSES_TOPIC,
                                      lambda msg: self._record(CLASSES_TOPIC, msg), latched)
         self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
-        self.create_timer(1.0 / PLAY_HZ, self._play)
 
-    def _play(self) -> None:
-        """Publish the scene and its CameraInfo with one fresh header."""
-        header = Header(frame_id=FRAME_ID, stamp=self.get_clock().now().to_msg())
+    def _on_sent(self, header: Header) -> None:
         self._sent_stamps.add((header.stamp.sec, header.stamp.nanosec))
-        self._image.header = header
-        self._info.header = header
-        self._info_pub.publish(self._info)
-        self._image_pub.publish(self._image)
 
     def _on_output(self, topic: str, msg: Any) -> None:
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
@@ -144,7 +135,7 @@ class DemoClient(Node):
         self.recording.last[topic] = msg
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        if any(s.name.startswith(DIAGNOSTICS_NAME) for s in msg.status):
+        if node_status(msg, DIAGNOSTICS_NAME) is not None:
             self.recording.diagnostics = msg
             self.recording.diagnostics_count += 1
 
@@ -185,41 +176,27 @@ def configure_dds() -> None:
     os.environ.setdefault("ROS_DOMAIN_ID", DEFAULT_DOMAIN_ID)
 
 
-def start_node(model: Path, log_path: Path) -> subprocess.Popen:
+def start_node(model: Path, log_path: Path) -> NodeProcess:
     """Start the real node in NAMESPACE; its stdout and stderr go to ``log_path``."""
     # DA3's depth is relative: the demo asserts 1 m per unit (depth_scale_source: fixed; the
     # diagnostics say "asserted") so that its points are published too. Metric models ignore it.
-    cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
-           "-p", f"model_path:={model}", "-p", "backend:=auto", "-p", "depth_scale_source:=fixed",
-           "-r", f"__ns:={NAMESPACE}"]
-    with log_path.open("w") as log:
-        return subprocess.Popen(cmd, env=dict(os.environ), stdout=log,
-                                stderr=subprocess.STDOUT)
+    return NodeProcess(["-p", f"model_path:={model}", "-p", "backend:=auto",
+                        "-p", "depth_scale_source:=fixed", "-r", f"__ns:={NAMESPACE}"],
+                       log_path=log_path).start()
 
 
-def stop_node(proc: subprocess.Popen, log_path: Path) -> None:
+def stop_node(node: NodeProcess) -> None:
     """SIGINT the node and require a clean exit (0) within STOP_TIMEOUT_S."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        code = proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    code, in_time = node.stop(timeout=STOP_TIMEOUT_S)
+    if not in_time:
         raise DemoError(f"the node did not exit within {STOP_TIMEOUT_S:.0f} s of SIGINT "
-                        f"(killed; see {log_path})") from None
+                        f"(killed; see {node.log_path})")
     if code != 0:
-        raise DemoError(f"the node exited with {code} after SIGINT: {last_log_line(log_path)}")
+        raise DemoError(f"the node exited with {code} after SIGINT: {node.last_line()}")
 
 
-def last_log_line(log_path: Path) -> str:
-    """The node log's last non-empty line (its FATAL reason when it failed to start)."""
-    lines = [ln.strip() for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else f"no output (see {log_path})"
-
-
-def collect(client: DemoClient, executor: SingleThreadedExecutor, proc: subprocess.Popen,
-            topics: list[str], frames: int, timeout: float, log_path: Path) -> None:
+def collect(client: DemoClient, executor: SingleThreadedExecutor, node: NodeProcess,
+            topics: list[str], frames: int, timeout: float) -> None:
     """Spin until every topic has ``frames`` messages (classes: 1) and fresh diagnostics."""
     rec = client.recording
     deadline = time.monotonic() + timeout
@@ -230,11 +207,11 @@ def collect(client: DemoClient, executor: SingleThreadedExecutor, proc: subproce
 
     while missing():
         executor.spin_once(timeout_sec=0.05)
-        if proc.poll() is not None:
-            raise DemoError(f"the node exited with {proc.returncode}: {last_log_line(log_path)}")
+        if not node.alive():
+            raise DemoError(f"the node exited with {node.proc.returncode}: {node.last_line()}")
         if time.monotonic() > deadline:
             raise DemoError(f"timed out after {timeout:.0f} s; missing: {', '.join(missing())} "
-                            f"(node log: {log_path})")
+                            f"(node log: {node.log_path})")
     # Diagnostics come once a second: wait for one that covers the frames just received.
     seen = rec.diagnostics_count
     until = time.monotonic() + 3.0
@@ -287,16 +264,18 @@ def run_model(model: Path, out_root: Path, frames: int, timeout: float) -> DemoR
     configure_dds()
     context = rclpy.Context()
     rclpy.init(context=context)
-    proc = start_node(model, log_path)
+    node = start_node(model, log_path)
     client = DemoClient(context, topics, has_classes, scene)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(client)
     try:
         wanted = list(topics) + ([CLASSES_TOPIC] if has_classes else [])
-        collect(client, executor, proc, wanted, frames, timeout, log_path)
+        client.player.start()
+        collect(client, executor, node, wanted, frames, timeout)
     finally:
+        client.player.stop()
         try:
-            stop_node(proc, log_path)
+            stop_node(node)
         finally:
             executor.shutdown(timeout_sec=1.0)
             client.destroy_node()

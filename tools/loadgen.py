@@ -8,9 +8,6 @@ resident memory over time.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,13 +15,15 @@ from typing import Callable
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image
-from std_msgs.msg import Header
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import Image
 
 from dense_perception.core.products import OUTPUTS
-from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
-from tools.scene import make_sample_scene, scene_intrinsics
+from dense_perception.ros.messages import MESSAGE_CLASSES
+from tools.node_process import NodeProcess
+from tools.ros_client import ScenePlayer, decode_status, node_status
+
+NODE_FQN = "/dense_perception"  # the node's diagnostics name (fully qualified)
 
 
 # Every output but depth/image (watched for timing) and the latched class list.
@@ -76,49 +75,14 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-class FramePlayer:
-    """Plays one re-stamped rgb8 frame (+ CameraInfo) on ``image`` / ``camera_info`` at ``fps``
-    from a background thread of ``client``'s process (a camera driver stand-in)."""
-
-    def __init__(self, client, fps: float, size: tuple[int, int]) -> None:
-        self._client, self._period = client, 1.0 / fps
-        self._image_pub = client.create_publisher(Image, "image", qos_profile_sensor_data)
-        self._info_pub = client.create_publisher(CameraInfo, "camera_info",
-                                                 qos_profile_sensor_data)
-        # One message, re-stamped: the player spends no CPU on copying frames.
-        self._frame = array_to_image(make_sample_scene(*size), "rgb8",
-                                     Header(frame_id="camera_optical_frame"))
-        self._info = intrinsics_to_camera_info(scene_intrinsics(*size), Header())
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._play, daemon=True)
-        self.frames = 0
-
-    def start(self) -> "FramePlayer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-
-    def _play(self) -> None:
-        next_t = time.monotonic()
-        while not self._stop.is_set():
-            self._frame.header.stamp = self._client.get_clock().now().to_msg()
-            self._info.header = self._frame.header
-            self._info_pub.publish(self._info)
-            self._image_pub.publish(self._frame)
-            self.frames += 1
-            next_t += self._period
-            time.sleep(max(0.0, next_t - time.monotonic()))
-
-
-def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
+def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: float = 30.0,
+               seconds: float = 30.0,
                size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
                env: dict[str, str] | None = None, start_timeout: float = 300.0,
                subscribe_all: bool = False, bare: Callable[[], float] | None = None,
                rounds: int = 3, log=print) -> StreamResult:
-    """Start ``node_cmd``, play ``seconds`` of frames at ``fps`` after its first output, stop it.
+    """Start the node (``NodeProcess(ros_args, script=script)``), play ``seconds`` of frames at
+    ``fps`` after its first output, stop it.
 
     Frames are played from the start (the node's first output marks the end of its start-up);
     the measured window then runs for ``seconds``. The node is stopped with SIGINT.
@@ -130,12 +94,9 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
     traffic and the receiving process are exactly as when the node infers. A/B rounds cancel
     the drift of a noisy machine.
     """
-    env = dict(os.environ if env is None else env)
-    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     result = StreamResult()
     started = time.monotonic()
-    proc = subprocess.Popen(node_cmd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    node = NodeProcess(ros_args, script=script, env=env).start()
     context = rclpy.Context()
     rclpy.init(context=context)
     client = rclpy.create_node("loadgen", context=context)
@@ -156,8 +117,9 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
                 first_output.set()
 
     def on_diagnostics(msg: DiagnosticArray) -> None:
-        if msg.status and msg.status[0].name.startswith("dense_perception"):
-            result.diagnostics = {kv.key: kv.value for kv in msg.status[0].values}
+        status = node_status(msg, NODE_FQN)
+        if status is not None:
+            result.diagnostics = decode_status(status)[2]
 
     client.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     watching: list = []
@@ -179,13 +141,13 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
     watch_outputs()
     spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
-    player = FramePlayer(client, fps, size).start()
+    player = ScenePlayer(client, fps=fps, size=size).start()
     try:
         deadline = started + start_timeout
         while not first_output.wait(0.5):
-            if proc.poll() is not None:
-                raise RuntimeError(f"node exited with {proc.returncode} before its first "
-                                   f"output:\n{proc.stderr.read()[-2000:]}")
+            if not node.alive():
+                raise RuntimeError(f"node exited with {node.proc.returncode} before its first "
+                                   f"output:\n{node.output_tail()}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no output within {start_timeout:.0f} s")
         log(f"first output after {result.first_output_s:.1f} s; measuring for {seconds:.0f} s")
@@ -198,7 +160,7 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
 
         def sample_rss_until(t_end: float) -> None:
             while time.monotonic() < t_end:
-                rss = rss_mb(proc.pid)
+                rss = rss_mb(node.pid)
                 if rss is not None:
                     result.rss_mb.append((time.monotonic() - window_start, rss))
                 time.sleep(min(1.0, max(0.0, t_end - time.monotonic())))
@@ -226,12 +188,7 @@ def run_stream(node_cmd: list[str], *, fps: float = 30.0, seconds: float = 30.0,
     finally:
         player.stop()
         stop.set()
-        proc.send_signal(signal.SIGINT)
-        try:
-            result.exit_code = proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            result.exit_code = proc.wait()
+        result.exit_code = node.stop(timeout=10)[0]
         spinner.join(timeout=2)
         client.destroy_node()
         rclpy.shutdown(context=context)

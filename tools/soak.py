@@ -26,10 +26,9 @@ def main() -> int:
     parser.add_argument("--out", default=str(REPO / "soak_out"))
     args = parser.parse_args()
     model = REPO / "models" / "test_tipsv2_b14_dpt.tflite"
-    cmd = [sys.executable, str(REPO / "tools" / "slow_node.py"), str(args.inference_s),
-           "--ros-args",
-           "-p", f"model_path:={model}", "-p", "backend:=cpu"]
-    result = run_stream(cmd, fps=30.0, seconds=args.seconds)
+    result = run_stream(["-p", f"model_path:={model}", "-p", "backend:=cpu"],
+                        script=[str(REPO / "tools" / "slow_node.py"), str(args.inference_s)],
+                        fps=30.0, seconds=args.seconds)
     ages = np.array(result.ages_s)
     warm_rss, end_rss = result.rss_at(5.0), result.rss_mb[-1][1]
     figures = {

@@ -15,6 +15,7 @@ from .models import MODEL_TYPES
 from .runner import BACKENDS
 
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
+INPUT_QOS = ("auto", "sensor_data", "reliable")
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,13 @@ PARAMS: tuple[ParamSpec, ...] = (
               "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
               low=0.05, high=3600.0),
+    ParamSpec("input_qos", "auto", "Camera subscription QoS: 'auto' matches the camera "
+              "publisher's reliability (history depth 1) and re-checks when it appears; "
+              "'sensor_data' (best effort, REP 2003) or 'reliable' force one.",
+              choices=INPUT_QOS),
+    ParamSpec("use_lifecycle", False, "Run as a managed (lifecycle) node: configure loads the "
+              "model, activate starts publishing, deactivate stops inference, cleanup frees "
+              "the model."),
     ParamSpec("input_compressed", False, "Subscribe to image/compressed (JPEG/PNG) instead "
               "of image."),
     ParamSpec("depth_encoding", "32FC1", "depth/image encoding: 32FC1 (metres, NaN invalid) "

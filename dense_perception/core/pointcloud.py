@@ -57,14 +57,3 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
         cloud["rgb"] = pack_rgb(rgb[::stride, ::stride])
     return cloud if organized else cloud[valid]
 
-
-def reference_points(depth: np.ndarray, k: Intrinsics, max_depth: float = float("inf")
-                     ) -> list[tuple[float, float, float]]:
-    """A plain per-pixel loop (the straightforward implementation, for tests and the bench)."""
-    points = []
-    for v in range(depth.shape[0]):
-        for u in range(depth.shape[1]):
-            z = float(depth[v, u])
-            if np.isfinite(z) and 0 < z <= max_depth:
-                points.append(((u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z))
-    return points

@@ -71,9 +71,3 @@ class Preprocessor:
             if self._offset[c] != 0.0:
                 np.subtract(plane, self._offset[c], out=plane)
 
-
-def reference_preprocess(rgb: np.ndarray, spec: ModelSpec) -> np.ndarray:
-    """The model card's formula, written plainly (for tests): RGB uint8 H x W x 3 -> [1,3,H,W]."""
-    x = rgb.astype(np.float32) / np.float32(spec.scale)
-    x = (x - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)
-    return x.transpose(2, 0, 1)[None]

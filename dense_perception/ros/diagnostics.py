@@ -30,6 +30,7 @@ class FrameStats:
     camera_note: str = ""  # what of the CameraInfo is not honoured (e.g. unknown distortion)
     camera_model: str = "-"  # which camera case the last frame was (raw / rectified, model)
     input_size: tuple[int, int] | None = None
+    frame_id: str = ""  # the camera frame of the last image: the diagnostics' hardware_id
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record_failure(self, error: str) -> None:
@@ -76,14 +77,19 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
 def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_size: str,
                       fit: str, stats: FrameStats, stages: dict[str, StageStats],
                       input_hz: float, output_hz: float, received: int,
-                      dropped: int, backend_note: str = "",
+                      dropped: int, backend_note: str = "", state: str = "",
+                      input_qos: str = "-",
                       depth_scale: tuple[dict[str, str], str] = ({}, "")) -> DiagnosticArray:
-    """One DiagnosticStatus named ``name`` with every figure a user tunes the node by.
+    """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
+    nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
+    node by. ``state``, when given, is the lifecycle state and leads the message.
 
     ``depth_scale``: the depth's unit and scale (values) and a warning while there is none.
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     level, message = health(stats, frame_ms, backend_note, depth_scale[1])
+    if state:
+        message = f"{state}: {message}"
     size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"
     values = {
         "backend": backend,
@@ -92,6 +98,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "input size -> model size": f"{size} -> {model_size}",
         "fit": fit,
         "camera_info": stats.camera_info,
+        "input QoS": input_qos,
         "camera model": stats.camera_model,
         "input rate (Hz)": f"{input_hz:.2f}",
         "output rate (Hz)": f"{output_hz:.2f}",
@@ -110,7 +117,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         values[f"{stage} mean (ms)"] = f"{s.mean_ms:.2f}" if s else "-"
         values[f"{stage} p95 (ms)"] = f"{s.p95_ms:.2f}" if s else "-"
     status = DiagnosticStatus(level=level, name=name, message=message,
-                              hardware_id=backend,
+                              hardware_id=stats.frame_id or "-",
                               values=[KeyValue(key=k, value=v) for k, v in values.items()])
     array = DiagnosticArray()
     array.header.stamp = stamp

@@ -1,394 +1,57 @@
 """The ROS 2 node: camera topics in; depth, normals, segmentation, points and diagnostics out.
 
-A thin layer over :class:`~dense_perception.core.pipeline.DensePipeline`. The subscription callback
-only drops the message into a one-slot buffer (newest wins); a worker thread converts, runs the
-model and publishes, so a 1-4 s model never builds a backlog behind a 30 fps camera.
+``dense_perception_node`` starts :class:`DensePerceptionNode` (configured and active at once),
+or, with ``use_lifecycle:=true``, the managed :class:`~.lifecycle.LifecycleDensePerceptionNode`.
+Both hold a :class:`~.perception.Perception` (model, worker stages, camera input, outputs,
+diagnostics) and share the parameter handling.
 """
 
 from __future__ import annotations
 
-import math
-import os
 import signal
 import sys
 import threading
-import time
-from collections import deque
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import rclpy
-from rcl_interfaces.msg import SetParametersResult
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.qos import (DurabilityPolicy, QoSProfile,
-                       qos_profile_sensor_data)
-from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
-from . import compat
-from .diagnostics import FrameStats, build_diagnostics
-from ..core.frame_slot import FrameSlot
-from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
-                                image_to_array)
-from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages, request_for
-from . import messages
-from .messages import MESSAGE_CLASSES
-from ..core.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleConfig,
-                                 fixed_scale_report, reference_to_metres,
-                                 relative_output_problem, scale_diagnostics)
-from ..core.models import ModelSignatureError
-from ..core.parameters import PARAMS, PARAMS_BY_NAME
-from ..core.pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
-from ..core.runner import ModelLoadError, resolve_model_path
-from ..core.timing import RateMeter
+from .parameters import StartupError
+from .perception import NODE_NAME, ParameterHandling, Perception
 
-NODE_NAME = "dense_perception"
-PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
-CAMERA_INFO_HISTORY = 30
-FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
+__all__ = ["DensePerceptionNode", "StartupError", "NODE_NAME", "main"]
 
 
-class StartupError(RuntimeError):
-    """The node cannot start; the message says what is wrong and how to fix it."""
-
-
-@dataclass
-class _Frame:
-    msg: Image | CompressedImage
-    received: float
-
-
-@dataclass
-class _Inferred:
-    frame: _Frame
-    raw: RawFrame
-    pipeline: DensePipeline
-    values: dict[str, Any]
-    camera_info_source: str  # which CameraInfo was used (for diagnostics)
-
-
-class DensePerceptionNode(Node):
-    """Subscribes to ``image`` (+ ``camera_info``) and publishes dense perception products.
+class DensePerceptionNode(ParameterHandling, Node):
+    """Subscribes to ``image`` (+ ``camera_info``) while an output has a subscriber and
+    publishes dense perception products. StartupError when it cannot start.
 
     ``runner_hook`` (tests only) wraps the loaded runner, e.g. to inject faults or delays.
     """
 
     def __init__(self, *, runner_hook: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        try:
-            self._declare_parameters()
-        except ParameterException as exc:
-            raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
-                               "are listed in config/depth.yaml.") from None
-        values = {p.name: self.get_parameter(p.name).value for p in PARAMS}
-        for spec in PARAMS:
-            problem = spec.problem(values[spec.name])
-            if problem:
-                raise StartupError(f"{problem}. Fix it in the config YAML or with "
-                                   f"-p {spec.name}:=<value>.")
-        self._values = values
-        model_path = resolve_model_path(values["model_path"])
-        try:
-            self._pipeline: DensePipeline = load_pipeline(
-                model_path, values["model_type"], values["backend"], values["num_threads"],
-                self._pipeline_config(values), log=self.get_logger().info)
-        except (ModelLoadError, ModelSignatureError, ValueError) as exc:
-            raise StartupError(str(exc)) from None
-        if runner_hook is not None:
-            self._pipeline.runner = runner_hook(self._pipeline.runner)
-        self._spec = self._pipeline.spec
-        problem = self._depth_units_problem(values)
-        if problem:
-            raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
-        self._scaler = DepthScaler(self._scale_config(values)) if self._estimates_scale(values) \
-            else None
-        self._references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
-        self._model_name = Path(model_path).name
-        self._timer = self._pipeline.timer
-        self._lock = threading.Lock()
-        self._slot: FrameSlot[_Frame] = FrameSlot()
-        self._in_rate, self._out_rate = RateMeter(), RateMeter()
-        self._stats = FrameStats()
-        self._camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
-        self._warned: dict[str, float] = {}
-        self._create_publishers(values)
-        self._create_subscriptions(values)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diag_timer = self.create_timer(values["diagnostics_period"], self._publish_diagnostics)
-        self._stop = threading.Event()
-        self._finish_slot: FrameSlot[_Inferred] = FrameSlot()
-        self._workers = [
-            threading.Thread(target=self._run_stage, args=(self._slot, self._infer),
-                             name="dense_perception_infer", daemon=True),
-            # Post-processing yields the CPU to inference: on a machine whose cores are all busy
-            # with XNNPACK threads, it must not slow the model down (it only delays its own
-            # frame a little).
-            threading.Thread(target=self._run_stage,
-                             args=(self._finish_slot, self._finish, FINISH_NICE),
-                             name="dense_perception_finish", daemon=True)]
-        for worker in self._workers:
-            worker.start()
-        self.get_logger().info(
-            f"{self._spec.display_name} ({'metric' if self._spec.metric_depth else 'relative'} "
-            f"depth{'' if self._spec.metric_depth else '; depth_scale_source: '}"
-            f"{'' if self._spec.metric_depth else values['depth_scale_source']}) on "
-            f"{self._pipeline.runner.description}; fit={values['fit']}, "
-            f"output_resolution={values['output_resolution']}")
-
-    # ---- set-up ----------------------------------------------------------------------------
-    def _declare_parameters(self) -> None:
-        for spec in PARAMS:
-            numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
-            self.declare_parameter(spec.name, spec.default, compat.parameter_descriptor(
-                spec.description, choices=spec.choices, low=spec.low if numeric else None,
-                high=spec.high, floating=isinstance(spec.default, float)))
-
-    @staticmethod
-    def _pipeline_config(values: dict[str, Any]) -> PipelineConfig:
-        return PipelineConfig(
-            fit=values["fit"], output_resolution=values["output_resolution"],
-            relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
-            points_stride=values["points_stride"], points_organized=values["points_organized"],
-            fallback_hfov_deg=values["fallback_hfov_deg"],
-            depth_scale_source=values["depth_scale_source"],
-            input_rectified=values["input_rectified"])
-
-    @staticmethod
-    def _scale_config(values: dict[str, Any]) -> ScaleConfig:
-        return ScaleConfig(
-            source=values["depth_scale_source"], fixed_scale=values["relative_depth_scale"],
-            camera_height=values["camera_height"],
-            time_constant=values["depth_scale_time_constant"],
-            max_tilt_deg=values["ground_max_tilt_deg"],
-            min_inlier_ratio=values["depth_scale_min_inliers"])
-
-    def _estimates_scale(self, values: dict[str, Any]) -> bool:
-        return not self._spec.metric_depth and values["depth_scale_source"] in ESTIMATED_SOURCES
-
-    def _depth_units_problem(self, values: dict[str, Any]) -> str | None:
-        """Why these values would pass relative depth off as metres (or cannot find a scale)."""
-        if self._estimates_scale(values):
-            problem = self._scale_config(values).problem()
-            if problem:
-                return problem
-        return relative_output_problem(self._spec.metric_depth, values["depth_scale_source"],
-                                       values["max_depth"], values["depth_encoding"])
-
-    def _create_publishers(self, values: dict[str, Any]) -> None:
-        spec = self._spec
-        products = [key for group in OUTPUT_GROUPS.values()
-                    if spec.output_index(group.model_output) is not None and values[group.switch]
-                    for key in group.products]
-        self._pubs: dict[str, Any] = {
-            key: self.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]], OUTPUTS[key][0],
-                                       **compat.overridable(PUBLISHER_QOS))
-            for key in products if key != "classes"}
-        if "classes" in products:
-            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self._classes_pub = self.create_publisher(MESSAGE_CLASSES[OUTPUTS["classes"][1]],
-                                                      OUTPUTS["classes"][0], latched)
-            self._classes_pub.publish(classes_message(messages))
-        if not self._pubs:
-            raise StartupError("every output is switched off (publish_* parameters) or not "
-                               "provided by this model; enable at least one")
-
-    def _create_subscriptions(self, values: dict[str, Any]) -> None:
-        qos = qos_profile_sensor_data
-        if values["input_compressed"]:
-            self.create_subscription(CompressedImage, "image/compressed", self._on_image,
-                                     **compat.overridable(qos))
-        else:
-            self.create_subscription(Image, "image", self._on_image, **compat.overridable(qos))
-        self.create_subscription(CameraInfo, "camera_info", self._on_camera_info,
-                                 **compat.overridable(qos))
-        if self._scaler is not None and values["depth_scale_source"] == "reference_depth":
-            self.create_subscription(Image, "reference_depth", self._on_reference,
-                                     **compat.overridable(qos))
-
-    # ---- callbacks (executor thread) -----------------------------------------------------------
-    def _on_image(self, msg: Image | CompressedImage) -> None:
-        self._in_rate.tick()
-        self._slot.put(_Frame(msg, time.monotonic()))
-
-    def _on_camera_info(self, msg: CameraInfo) -> None:
-        self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
-
-    def _on_reference(self, msg: Image) -> None:
-        self._references.append(msg)
-
-    def _on_set_parameters(self, params: list) -> SetParametersResult:
-        changes = {}
-        for param in params:
-            spec = PARAMS_BY_NAME.get(param.name)
-            if spec is None:
-                continue
-            if not spec.runtime:
-                return SetParametersResult(successful=False, reason=(
-                    f"{param.name} cannot change while the node runs; set it in the config "
-                    "YAML and restart the node"))
-            problem = spec.problem(param.value)
-            if problem:
-                return SetParametersResult(successful=False, reason=problem)
-            changes[param.name] = param.value
-        if changes:
-            values = {**self._values, **changes}
-            config = self._pipeline_config(values)
-            problem = config.problem() or self._depth_units_problem(values)
-            if problem:
-                return SetParametersResult(successful=False, reason=problem)
-            if self._scaler is not None:
-                self._scaler.configure(self._scale_config(values))
-            with self._lock:
-                self._values = values
-                old = self._pipeline
-                self._pipeline = DensePipeline(old.runner, old.spec, config, old.timer)
-            self.get_logger().info("parameters changed: " + ", ".join(
-                f"{k}={v}" for k, v in changes.items()))
-        return SetParametersResult(successful=True)
-
-    # ---- the worker threads -------------------------------------------------------------------
-    # Two stages, so post-processing and publishing of frame N overlap the inference of frame
-    # N+1 (LiteRT, OpenCV and numpy release the GIL): "infer" owns the model, "finish" the rest.
-    def _run_stage(self, slot: FrameSlot, handle: Callable[[Any], None], nice: int = 0) -> None:
-        if nice:
-            _lower_thread_priority(nice)
-        while not self._stop.is_set():
-            item = slot.take(timeout=0.1)
-            if item is not None and not self._stop.is_set():
-                try:
-                    handle(item)
-                except Exception as exc:  # noqa: BLE001 - a failing frame must never stop us
-                    self._stats.record_failure(f"{type(exc).__name__}: {exc}")
-                    self._warn_once_per("failure", f"frame failed, skipped: "
-                                                   f"{type(exc).__name__}: {exc}")
-
-    def _request(self, values: dict[str, Any]) -> Request | None:
-        """What to compute for the current subscribers; None when nobody listens."""
-        request = request_for((key for key, pub in self._pubs.items()
-                               if pub.get_subscription_count() > 0), values["points_rgb"])
-        return request if any(vars(request).values()) else None
-
-    def _infer(self, frame: _Frame) -> None:
-        with self._lock:
-            pipeline, values = self._pipeline, self._values
-        request = self._request(values)
-        if request is None:
-            self._stats.idle += 1
-            return
-        msg = frame.msg
-        try:
-            if isinstance(msg, CompressedImage):
-                image, encoding = compressed_to_array(msg)
-            else:
-                image, encoding = image_to_array(msg), msg.encoding
-        except BadImageError as exc:
-            self._stats.rejected += 1
-            self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
-            return
-        # The camera is needed before inference: a distorted raw image is rectified first.
-        info, source = self._camera_infos.choose(stamp_ns(msg.header.stamp))
-        raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
-        self._finish_slot.put(_Inferred(frame, raw, pipeline, values, source))
-
-    def _finish(self, item: _Inferred) -> None:
-        header = item.frame.msg.header
-        stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
-        reference = self._reference_for(stamp, item.values) if self._scaler is not None else None
-        products = item.pipeline.finish(item.raw, None, self._scaler, stamp, reference)
-        if products.scale is not None and products.scale.reason and self._scaler is not None:
-            self._warn_once_per("scale", f"no depth scale from this frame: "
-                                         f"{products.scale.reason}", period=10.0)
-        self._stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
-            else products.intrinsics_note
-        self._stats.intrinsics_guessed = products.intrinsics_guessed
-        self._stats.camera_note = products.camera_note
-        self._stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
-            if products.intrinsics_guessed else item.raw.camera.describe()
-        if products.intrinsics_guessed and item.raw.camera is not None:
-            self._warn_once_per("camera_info", products.intrinsics_note, period=10.0)
-        if products.camera_note:
-            self._warn_once_per("camera_note", products.camera_note, period=10.0)
-        with self._timer.stage("publish"):
-            self._publish(products, header, item.values)
-        self._stats.record_success(time.monotonic() - item.frame.received)
-        self._stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
-        self._out_rate.tick()
-
-    def _reference_for(self, stamp: float, values: dict[str, Any]) -> Any:
-        """The reference depth (metres) nearest the image's stamp within the slop, or None."""
-        best, best_dt = None, values["reference_depth_slop"]
-        for msg in list(self._references):
-            dt = abs(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - stamp)
-            if dt <= best_dt:
-                best, best_dt = msg, dt
-        if best is None:
-            return None
-        try:
-            return reference_to_metres(image_msg_to_array(best), best.encoding)
-        except (KeyError, ValueError) as exc:
-            self._warn_once_per("reference", f"reference depth ignored: {exc}")
-            return None
-
-    def _publish(self, products: Any, header: Any, values: dict[str, Any]) -> None:
-        listened = [key for key, pub in self._pubs.items() if pub.get_subscription_count() > 0]
-        for key, msg in product_messages(products, listened, header, messages,
-                                         values["depth_encoding"]):
-            self._pubs[key].publish(msg)
-
-    # ---- diagnostics -------------------------------------------------------------------------
-    def _publish_diagnostics(self) -> None:
-        with self._lock:
-            values = self._values
-        plan_size = f"{self._spec.input_width}x{self._spec.input_height}"
-        array = build_diagnostics(
-            name=f"{NODE_NAME}: {self._model_name}", stamp=self.get_clock().now().to_msg(),
-            backend=self._pipeline.runner.description, model_kind=self._spec.kind,
-            model_size=plan_size, fit=values["fit"], stats=self._stats,
-            stages=self._timer.stats(), input_hz=self._in_rate.rate(),
-            output_hz=self._out_rate.rate(), received=self._in_rate.total,
-            dropped=self.frames_dropped,
-            backend_note=getattr(self._pipeline.runner, "fallback_note", ""),
-            depth_scale=self._depth_scale_status(values))
-        self._diag_pub.publish(array)
-
-    def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
-        """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
-        if self._scaler is None:
-            return scale_diagnostics(fixed_scale_report(self._spec.metric_depth,
-                                                        values["depth_scale_source"],
-                                                        values["relative_depth_scale"]))
-        return scale_diagnostics(self._scaler.last)
-
-    def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
-        """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
-        now = time.monotonic()
-        if now - self._warned.get(key, -math.inf) >= period:
-            self._warned[key] = now
-            self.get_logger().warning(text)
+        self.perception: Perception | None = None
+        values = self.setup_parameters()
+        self.perception = Perception(self, values, runner_hook)
+        self.perception.activate()
 
     def stop(self) -> None:
         """Stop the workers (does not wait for an inference in progress to end)."""
-        self._stop.set()
-        for worker in self._workers:
-            worker.join(timeout=0.5)
-
-    @property
-    def frames_dropped(self) -> int:
-        """Frames replaced by newer ones before inference or before publishing."""
-        return self._slot.dropped + self._finish_slot.dropped
+        if self.perception is not None:
+            self.perception.stages.stop()
 
 
-def _lower_thread_priority(increment: int) -> None:
-    """Raise the calling thread's nice value (Linux: nice is per thread); no-op elsewhere."""
+def wants_lifecycle(context: rclpy.Context) -> bool:
+    """The ``use_lifecycle`` parameter as the node will see it (command line or params file):
+    read through a short-lived node of the same name, before choosing the node's class."""
+    probe = rclpy.create_node(NODE_NAME, context=context, start_parameter_services=False,
+                              automatically_declare_parameters_from_overrides=True)
     try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + increment)
-    except (AttributeError, OSError):
-        pass
+        param = probe.get_parameter_or("use_lifecycle", None)
+        return bool(param is not None and param.value is True)
+    finally:
+        probe.destroy_node()
 
 
 def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None = None) -> int:
@@ -402,7 +65,11 @@ def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        node = DensePerceptionNode(runner_hook=runner_hook)
+        if wants_lifecycle(rclpy.get_default_context()):
+            from .lifecycle import LifecycleDensePerceptionNode
+            node = LifecycleDensePerceptionNode(runner_hook=runner_hook)
+        else:
+            node = DensePerceptionNode(runner_hook=runner_hook)
     except StartupError as exc:
         rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
         rclpy.try_shutdown()

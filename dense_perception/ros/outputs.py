@@ -1,0 +1,59 @@
+"""The node's output publishers: which exist, who listens, and publishing a frame's products."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+
+from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
+from . import messages
+from .compat import GraphWatch, overridable
+from .messages import MESSAGE_CLASSES
+from .parameters import StartupError
+
+PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
+
+
+class Outputs:
+    """One publisher per product this model gives and its ``publish_*`` switch allows.
+
+    The latched ``segmentation/classes`` list is published once and does not count as a
+    listener: only the per-frame outputs make the node subscribe to the camera.
+    """
+
+    def __init__(self, node: Node, spec: Any, values: dict[str, Any], watch: GraphWatch) -> None:
+        self._node = node
+        products = [key for group in OUTPUT_GROUPS.values()
+                    if spec.output_index(group.model_output) is not None and values[group.switch]
+                    for key in group.products]
+        self.pubs: dict[str, Any] = {
+            key: node.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]], OUTPUTS[key][0],
+                                       **overridable(PUBLISHER_QOS), **watch.publisher_kwargs())
+            for key in products if key != "classes"}
+        self._classes_pub = None
+        if not self.pubs:
+            raise StartupError("every output is switched off (publish_* parameters) or not "
+                               "provided by this model; enable at least one")
+        if "classes" in products:
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self._classes_pub = node.create_publisher(MESSAGE_CLASSES[OUTPUTS["classes"][1]],
+                                                      OUTPUTS["classes"][0], latched)
+            self._classes_pub.publish(classes_message(messages))
+
+    def listened(self) -> list[str]:
+        """The product keys that have at least one subscriber now."""
+        return [key for key, pub in self.pubs.items() if pub.get_subscription_count() > 0]
+
+    def publish(self, products: Any, header: Any, depth_encoding: str) -> None:
+        """Publish this frame's products to the outputs that have subscribers."""
+        for key, msg in product_messages(products, self.listened(), header, messages,
+                                         depth_encoding):
+            self.pubs[key].publish(msg)
+
+    def close(self) -> None:
+        for pub in [*self.pubs.values(), self._classes_pub]:
+            if pub is not None:
+                self._node.destroy_publisher(pub)
+        self.pubs = {}

@@ -1,0 +1,118 @@
+"""Declaring and checking the node's parameters (the table is ``core.parameters.PARAMS``).
+
+Restart-only parameters are declared ``read_only`` (``ros2 param describe`` shows it and rclpy
+refuses a change); runtime ones are validated in the on-set callback (:func:`check_changes`)
+and applied in the post-set callback (see ``compat.add_parameter_callbacks``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+
+from ..core.metric_scale import ESTIMATED_SOURCES, ScaleConfig, relative_output_problem
+from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
+from ..core.pipeline import PipelineConfig
+from .compat import parameter_descriptor
+
+RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
+
+
+class StartupError(RuntimeError):
+    """The node cannot start; the message says what is wrong and how to fix it."""
+
+
+def descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    """The ParameterDescriptor of one parameter: description, allowed values or range,
+    and ``read_only`` unless it may change while the node runs."""
+    numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
+    return parameter_descriptor(
+        spec.description + ("" if spec.runtime else RESTART_NOTE), choices=spec.choices,
+        low=spec.low if numeric else None, high=spec.high if numeric else None,
+        floating=isinstance(spec.default, float), read_only=not spec.runtime)
+
+
+def declare_parameters(node: Node) -> dict[str, Any]:
+    """Declare every parameter on ``node``; their checked values (StartupError if one is bad)."""
+    try:
+        for spec in PARAMS:
+            if not node.has_parameter(spec.name):
+                node.declare_parameter(spec.name, spec.default, descriptor(spec))
+    except ParameterException as exc:
+        raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
+                           "are listed in config/depth.yaml.") from None
+    values = {p.name: node.get_parameter(p.name).value for p in PARAMS}
+    for spec in PARAMS:
+        problem = spec.problem(values[spec.name])
+        if problem:
+            raise StartupError(f"{problem}. Fix it in the config YAML or with "
+                               f"-p {spec.name}:=<value>.")
+    return values
+
+
+def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
+    """The pipeline settings among the parameter values."""
+    return PipelineConfig(
+        fit=values["fit"], output_resolution=values["output_resolution"],
+        relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
+        points_stride=values["points_stride"], points_organized=values["points_organized"],
+        fallback_hfov_deg=values["fallback_hfov_deg"],
+        depth_scale_source=values["depth_scale_source"],
+        input_rectified=values["input_rectified"])
+
+
+def scale_config(values: dict[str, Any]) -> ScaleConfig:
+    """The metric-scale settings (DA3) among the parameter values."""
+    return ScaleConfig(
+        source=values["depth_scale_source"], fixed_scale=values["relative_depth_scale"],
+        camera_height=values["camera_height"],
+        time_constant=values["depth_scale_time_constant"],
+        max_tilt_deg=values["ground_max_tilt_deg"],
+        min_inlier_ratio=values["depth_scale_min_inliers"])
+
+
+def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
+    """Whether the node estimates a metric scale for this (relative-depth) model."""
+    return not metric_depth and values["depth_scale_source"] in ESTIMATED_SOURCES
+
+
+def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | None:
+    """Why these values would pass relative depth off as metres (or cannot find a scale)."""
+    if estimates_scale(metric_depth, values):
+        problem = scale_config(values).problem()
+        if problem:
+            return problem
+    return relative_output_problem(metric_depth, values["depth_scale_source"],
+                                   values["max_depth"], values["depth_encoding"])
+
+
+def changed_values(params: list) -> dict[str, Any]:
+    """{name: value} of the node's own parameters among ``params``."""
+    return {p.name: p.value for p in params if p.name in PARAMS_BY_NAME}
+
+
+def check_changes(current: dict[str, Any], params: list,
+                  metric_depth: bool | None = None) -> SetParametersResult:
+    """Whether ``params`` may be applied to a node whose values are ``current`` and whose model
+    gives metric depth or not (None: no model loaded yet); no side effects: this is the on-set
+    callback's whole job."""
+    changes = changed_values(params)
+    for name, value in changes.items():
+        spec = PARAMS_BY_NAME[name]
+        if not spec.runtime:  # read_only refuses first; this covers a descriptor override
+            return SetParametersResult(successful=False, reason=(
+                f"{name} cannot change while the node runs; set it in the config YAML and "
+                "restart the node"))
+        problem = spec.problem(value)
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
+    if changes:
+        values = {**current, **changes}
+        problem = pipeline_config(values).problem() or (
+            None if metric_depth is None else depth_units_problem(metric_depth, values))
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
+    return SetParametersResult(successful=True)

@@ -1,0 +1,303 @@
+"""What the node holds while it is configured: the loaded model, the two worker stages, the
+camera input, the output publishers and the diagnostics. Shared by the plain node and the
+lifecycle node (``node.py``, ``lifecycle.py``), which only decide when to make, activate,
+deactivate and close it.
+
+Frames: the camera callback drops each message into a one-slot buffer (newest wins); stage
+one converts and runs the model, stage two post-processes and publishes (``core.two_stage``),
+so a 1-4 s model never builds a backlog behind a 30 fps camera.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+
+from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
+                                image_to_array)
+from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_metres,
+                                 scale_diagnostics)
+from ..core.models import ModelSignatureError
+from ..core.parameters import PARAMS
+from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
+from ..core.products import request_for
+from ..core.runner import ModelLoadError, resolve_model_path
+from ..core.timing import RateMeter
+from ..core.two_stage import LiveTwoStage
+from .camera_input import CameraInput
+from .compat import GraphWatch, add_parameter_callbacks
+from .diagnostics import FrameStats, build_diagnostics
+from .outputs import Outputs
+from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
+                         depth_units_problem, estimates_scale, pipeline_config, scale_config)
+
+NODE_NAME = "dense_perception"
+CAMERA_INFO_HISTORY = 30
+FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
+
+
+@dataclass
+class _Frame:
+    msg: Image | CompressedImage
+    received: float
+
+
+@dataclass
+class _Inferred:
+    frame: _Frame
+    raw: RawFrame
+    pipeline: DensePipeline
+    values: dict[str, Any]
+    camera_info_source: str  # which CameraInfo was used (for diagnostics)
+
+
+class Perception:
+    """The configured node's working parts (see the module docstring). Made inactive."""
+
+    def __init__(self, node: Node, values: dict[str, Any],
+                 runner_hook: Callable[[Any], Any] | None = None) -> None:
+        self._node = node
+        model_path = resolve_model_path(values["model_path"])
+        try:
+            self.pipeline: DensePipeline = load_pipeline(
+                model_path, values["model_type"], values["backend"], values["num_threads"],
+                pipeline_config(values), log=node.get_logger().info)
+        except (ModelLoadError, ModelSignatureError, ValueError) as exc:
+            raise StartupError(str(exc)) from None
+        if runner_hook is not None:
+            self.pipeline.runner = runner_hook(self.pipeline.runner)
+        self.values = values
+        self.spec = self.pipeline.spec
+        problem = depth_units_problem(self.spec.metric_depth, values)
+        if problem:
+            raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
+        self.scaler = DepthScaler(scale_config(values)) \
+            if estimates_scale(self.spec.metric_depth, values) else None
+        self._references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
+        self.model_name = Path(model_path).name
+        self.state = ""  # the lifecycle state, for diagnostics ("" for the plain node)
+        self.active = False
+        self._lock = threading.Lock()
+        self._graph_lock = threading.Lock()
+        self.in_rate, self.out_rate = RateMeter(), RateMeter()
+        self.stats = FrameStats()
+        self._camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
+        self._warned: dict[str, float] = {}
+        self.watch = GraphWatch(node, self.on_graph_change)
+        try:
+            self.outputs = Outputs(node, self.spec, values, self.watch)
+        except StartupError:
+            self.watch.close()  # a lifecycle node stays up, unconfigured: leave nothing behind
+            raise
+        wants_reference = self.scaler is not None \
+            and values["depth_scale_source"] == "reference_depth"
+        self.camera = CameraInput(node, compressed=values["input_compressed"],
+                                  mode=values["input_qos"], on_image=self._on_image,
+                                  on_info=self._on_camera_info, watch=self.watch,
+                                  on_reference=self._on_reference if wants_reference else None)
+        self._diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diag_timer = node.create_timer(values["diagnostics_period"],
+                                             self.publish_diagnostics)
+        self.stages = LiveTwoStage(self._infer, self._finish, on_error=self._on_failure,
+                                   name=NODE_NAME, second_nice=FINISH_NICE)
+        relative = "" if self.spec.metric_depth \
+            else f"; depth_scale_source: {values['depth_scale_source']}"
+        node.get_logger().info(
+            f"{self.spec.display_name} ({'metric' if self.spec.metric_depth else 'relative'} "
+            f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
+            f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}")
+
+    # ---- state ---------------------------------------------------------------------------------
+    def activate(self) -> None:
+        """Publish: subscribe to the camera whenever an output has a subscriber."""
+        self.active = True
+        self.on_graph_change()
+
+    def deactivate(self) -> None:
+        """Stop receiving frames and publishing; the model stays loaded."""
+        self.active = False
+        self.on_graph_change()
+
+    def close(self) -> None:
+        """Stop the workers and free everything, the model included."""
+        self.deactivate()
+        self.stages.stop()
+        self.watch.close()
+        self.outputs.close()
+        self._node.destroy_timer(self._diag_timer)
+        self._node.destroy_publisher(self._diag_pub)
+        self.pipeline = None
+
+    def on_graph_change(self) -> None:
+        """An output gained or lost a subscriber, or a camera publisher came or went."""
+        with self._graph_lock:
+            self.camera.update(self.active and bool(self.outputs.listened()))
+
+    def apply(self, changes: dict[str, Any]) -> None:
+        """Use changed runtime parameters from the next frame on (already validated)."""
+        if self.scaler is not None:
+            self.scaler.configure(scale_config({**self.values, **changes}))
+        with self._lock:
+            self.values = {**self.values, **changes}
+            old = self.pipeline
+            self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(self.values),
+                                          old.timer)
+        self._node.get_logger().info("parameters changed: " + ", ".join(
+            f"{k}={v}" for k, v in changes.items()))
+
+    @property
+    def frames_dropped(self) -> int:
+        """Frames replaced by newer ones before inference or before publishing."""
+        return self.stages.dropped
+
+    # ---- callbacks (executor thread) -------------------------------------------------------
+    def _on_image(self, msg: Image | CompressedImage) -> None:
+        self.in_rate.tick()
+        self.stages.put(_Frame(msg, time.monotonic()))
+
+    def _on_camera_info(self, msg: CameraInfo) -> None:
+        self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
+
+    def _on_reference(self, msg: Image) -> None:
+        self._references.append(msg)
+
+    # ---- the two stages (worker threads) ---------------------------------------------------------
+    def _on_failure(self, exc: Exception) -> None:
+        self.stats.record_failure(f"{type(exc).__name__}: {exc}")
+        self._warn_once_per("failure", f"frame failed, skipped: {type(exc).__name__}: {exc}")
+
+    def _infer(self, frame: _Frame) -> _Inferred | None:
+        with self._lock:
+            pipeline, values = self.pipeline, self.values
+        listened = self.outputs.listened()
+        if not listened or not self.active:
+            self.stats.idle += 1
+            return None
+        request = request_for(listened, values["points_rgb"])
+        msg = frame.msg
+        try:
+            if isinstance(msg, CompressedImage):
+                image, encoding = compressed_to_array(msg)
+            else:
+                image, encoding = image_to_array(msg), msg.encoding
+        except BadImageError as exc:
+            self.stats.rejected += 1
+            self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
+            return None
+        # The camera is needed before inference: a distorted raw image is rectified first.
+        info, source = self._camera_infos.choose(stamp_ns(msg.header.stamp))
+        raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
+        return _Inferred(frame, raw, pipeline, values, source)
+
+    def _finish(self, item: _Inferred) -> None:
+        header = item.frame.msg.header
+        stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
+        reference = self._reference_for(stamp, item.values) if self.scaler is not None else None
+        products = item.pipeline.finish(item.raw, None, self.scaler, stamp, reference)
+        if products.scale is not None and products.scale.reason and self.scaler is not None:
+            self._warn_once_per("scale", f"no depth scale from this frame: "
+                                         f"{products.scale.reason}", period=10.0)
+        self.stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
+            else products.intrinsics_note
+        self.stats.intrinsics_guessed = products.intrinsics_guessed
+        self.stats.camera_note = products.camera_note
+        self.stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
+            if products.intrinsics_guessed else item.raw.camera.describe()
+        if products.intrinsics_guessed:
+            self._warn_once_per("camera_info", f"{products.intrinsics_note} (camera_info: "
+                                               f"{item.camera_info_source})", period=10.0)
+        if products.camera_note:
+            self._warn_once_per("camera_note", products.camera_note, period=10.0)
+        if not self.active:  # deactivated while this frame was being computed
+            return
+        with item.pipeline.timer.stage("publish"):
+            self.outputs.publish(products, header, item.values["depth_encoding"])
+        self.stats.record_success(time.monotonic() - item.frame.received)
+        self.stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
+        self.stats.frame_id = header.frame_id
+        self.out_rate.tick()
+
+    def _reference_for(self, stamp: float, values: dict[str, Any]) -> Any:
+        """The reference depth (metres) nearest the image's stamp within the slop, or None."""
+        best, best_dt = None, values["reference_depth_slop"]
+        for msg in list(self._references):
+            dt = abs(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - stamp)
+            if dt <= best_dt:
+                best, best_dt = msg, dt
+        if best is None:
+            return None
+        try:
+            return reference_to_metres(image_msg_to_array(best), best.encoding)
+        except (KeyError, ValueError) as exc:
+            self._warn_once_per("reference", f"reference depth ignored: {exc}")
+            return None
+
+    # ---- diagnostics -------------------------------------------------------------------------
+    def publish_diagnostics(self) -> None:
+        with self._lock:
+            values, pipeline = self.values, self.pipeline
+        if pipeline is None:
+            return
+        self._diag_pub.publish(build_diagnostics(
+            name=self._node.get_fully_qualified_name(),
+            stamp=self._node.get_clock().now().to_msg(),
+            backend=pipeline.runner.description, model_kind=self.spec.kind,
+            model_size=f"{self.spec.input_width}x{self.spec.input_height}", fit=values["fit"],
+            stats=self.stats, stages=pipeline.timer.stats(), input_hz=self.in_rate.rate(),
+            output_hz=self.out_rate.rate(), received=self.in_rate.total,
+            dropped=self.frames_dropped,
+            backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
+            input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values)))
+
+    def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
+        """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
+        if self.scaler is None:
+            return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
+                                                        values["depth_scale_source"],
+                                                        values["relative_depth_scale"]))
+        return scale_diagnostics(self.scaler.last)
+
+    def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
+        """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
+        now = time.monotonic()
+        if now - self._warned.get(key, -math.inf) >= period:
+            self._warned[key] = now
+            self._node.get_logger().warning(text)
+
+
+class ParameterHandling:
+    """The parameter side both node classes share: declared once, validated on set, applied
+    after set to the :class:`Perception` in ``self.perception`` (when there is one)."""
+
+    perception: Perception | None
+
+    def setup_parameters(self) -> dict[str, Any]:
+        """Declare the parameters and register the callbacks; the checked values."""
+        values = declare_parameters(self)
+        add_parameter_callbacks(self, self._validate_parameters, self._apply_parameters)
+        return values
+
+    def current_values(self) -> dict[str, Any]:
+        return {p.name: self.get_parameter(p.name).value for p in PARAMS}
+
+    def _validate_parameters(self, params: list) -> SetParametersResult:
+        if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
+            return check_changes(self.current_values(), params)
+        return check_changes(self.perception.values, params,
+                             self.perception.spec.metric_depth)
+
+    def _apply_parameters(self, params: list) -> None:
+        changes = changed_values(params)
+        if changes and self.perception is not None:
+            self.perception.apply(changes)

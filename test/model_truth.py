@@ -1,0 +1,52 @@
+"""What the bundled test models output, written out from their definitions
+(models/make_test_models.py), and smooth frames whose resampling stays predictable: the
+independent truth for the pipeline and node tests."""
+
+import numpy as np
+
+MEAN = np.array([0.485, 0.456, 0.406])
+STD = np.array([0.229, 0.224, 0.225])
+
+
+def gradient_frame(width, height, blue=200):
+    """RGB frame: red grows left->right, green grows top->bottom, blue constant."""
+    u = np.linspace(20, 235, width)
+    v = np.linspace(30, 225, height)
+    frame = np.empty((height, width, 3), np.float64)
+    frame[..., 0] = u[None, :]
+    frame[..., 1] = v[:, None]
+    frame[..., 2] = blue
+    return frame  # float, exact; quantised by the caller
+
+
+def da3_depth_of(rgb):
+    x = (rgb / 255.0 - MEAN) / STD
+    return 3.0 + 0.5 * x[..., 0] + 0.25 * x[..., 1] + 0.125 * x[..., 2]
+
+
+def tips_depth_of(rgb):
+    r, g, b = (rgb[..., i] / 255.0 for i in range(3))
+    return 0.5 + 2.0 * r + 1.0 * g + 0.5 * b
+
+
+def tips_normals_of(rgb):
+    r, g = rgb[..., 0] / 255.0, rgb[..., 1] / 255.0
+    n = np.stack([2 * r - 1, 2 * g - 1, -np.ones_like(r)], axis=-1)
+    return n / np.linalg.norm(n, axis=-1, keepdims=True)
+
+
+def camera_colour_at_published(exact, plan, resolution):
+    """The exact camera colour at the centre of each published pixel."""
+    pw, ph = plan.published_size(resolution)
+    if resolution == "input":
+        return exact
+    # Invert camera_to_published for pixel centres of the published grid.
+    jj, ii = np.meshgrid(np.arange(pw), np.arange(ph))
+    u = (jj + 0.5) * plan.crop_width / pw - 0.5 + plan.crop_x
+    v = (ii + 0.5) * plan.crop_height / ph - 0.5 + plan.crop_y
+    h, w = exact.shape[:2]
+    us = np.interp(u, np.arange(w), np.arange(w))  # clamp to the frame like the resize does
+    vs = np.interp(v, np.arange(h), np.arange(h))
+    r = np.interp(us, np.arange(w), exact[0, :, 0])
+    g = np.interp(vs, np.arange(h), exact[:, 0, 1])
+    return np.stack([r, g, np.full_like(r, exact[0, 0, 2])], axis=-1)

@@ -1,0 +1,102 @@
+"""use_lifecycle: the managed node's transitions, driven over DDS with the lifecycle services."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from conftest import DA3_TEST_MODEL  # noqa: E402
+from lifecycle_msgs.msg import State, Transition  # noqa: E402
+from ros_harness import Harness, LifecycleClient, wait_until  # noqa: E402
+
+from dense_perception.ros.lifecycle import LifecycleDensePerceptionNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(90)]
+
+
+S = State
+T = Transition
+
+
+def test_lifecycle_transitions_over_dds():
+    loads = []
+
+    def hook(runner):
+        loads.append(runner)
+        return runner
+    h = Harness({"model_path": DA3_TEST_MODEL}, runner_hook=hook,
+                subscribe=("depth/image", "/diagnostics"), node_class=LifecycleDensePerceptionNode)
+    try:
+        lifecycle = LifecycleClient(h.client)
+        state = lifecycle.state
+        targets = {T.TRANSITION_CONFIGURE: S.PRIMARY_STATE_INACTIVE,
+                   T.TRANSITION_ACTIVATE: S.PRIMARY_STATE_ACTIVE,
+                   T.TRANSITION_DEACTIVATE: S.PRIMARY_STATE_INACTIVE,
+                   T.TRANSITION_CLEANUP: S.PRIMARY_STATE_UNCONFIGURED}
+
+        def transition(tid):
+            assert lifecycle.change(tid, targets[tid])
+
+        def depth_publisher_exists():
+            return "/depth/image" in dict(h.client.get_publisher_names_and_types_by_node(
+                "dense_perception", "/"))
+
+        def frame_gives_output():
+            header = h.header()
+            h.publish_frame(np.zeros((48, 64, 3), np.uint8), header)
+            h.wait_for("depth/image", where=lambda m: m.header.stamp == header.stamp)
+
+        # Unconfigured: nothing loaded, no outputs.
+        assert state() == State.PRIMARY_STATE_UNCONFIGURED
+        assert h.node.perception is None and not loads and not depth_publisher_exists()
+
+        # configure: the model is loaded, outputs exist, but no camera subscription yet.
+        transition(Transition.TRANSITION_CONFIGURE)
+        assert state() == State.PRIMARY_STATE_INACTIVE and len(loads) == 1
+        wait_until(depth_publisher_exists, 10, "depth/image advertised")
+        wait_until(lambda: h.perception.outputs.listened(), 10, "our subscription matched")
+        h.diagnostics(lambda d: d[1].startswith("inactive"))
+        assert not h.camera_subscribed()
+
+        # activate: it subscribes to the camera and publishes.
+        transition(Transition.TRANSITION_ACTIVATE)
+        assert state() == State.PRIMARY_STATE_ACTIVE
+        wait_until(h.camera_subscribed, 10, "the node subscribes to the camera")
+        frame_gives_output()
+
+        # deactivate: no camera, no inference, the model stays loaded.
+        transition(Transition.TRANSITION_DEACTIVATE)
+        assert state() == State.PRIMARY_STATE_INACTIVE
+        wait_until(lambda: not h.camera_subscribed(), 10, "the node unsubscribes")
+        runner = h.perception.pipeline.runner
+        assert runner is loads[0]
+
+        # activate again: the same model, no reload.
+        transition(Transition.TRANSITION_ACTIVATE)
+        wait_until(h.camera_subscribed, 10, "the node subscribes again")
+        frame_gives_output()
+        assert len(loads) == 1
+
+        # deactivate + cleanup: the model and the publishers are freed.
+        transition(Transition.TRANSITION_DEACTIVATE)
+        transition(Transition.TRANSITION_CLEANUP)
+        assert state() == State.PRIMARY_STATE_UNCONFIGURED and h.node.perception is None
+        wait_until(lambda: not depth_publisher_exists(), 10, "depth/image withdrawn")
+
+        # configure again loads the model again.
+        transition(Transition.TRANSITION_CONFIGURE)
+        assert state() == State.PRIMARY_STATE_INACTIVE and len(loads) == 2
+    finally:
+        h.close()
+
+
+def test_configure_fails_cleanly_on_a_bad_model(tmp_path):
+    h = Harness({"model_path": str(tmp_path / "missing.tflite")}, subscribe=(),
+                node_class=LifecycleDensePerceptionNode)
+    try:
+        lifecycle = LifecycleClient(h.client)
+        assert not lifecycle.change(T.TRANSITION_CONFIGURE, S.PRIMARY_STATE_INACTIVE)
+        assert lifecycle.state() == S.PRIMARY_STATE_UNCONFIGURED
+        assert h.node.perception is None
+    finally:
+        h.close()
