@@ -13,8 +13,6 @@ import signal
 import sys
 import threading
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -22,6 +20,7 @@ import numpy as np
 
 from ..core.metric_scale import ScaleTally
 from ..core.pipeline import DensePipeline, Request
+from ..core.two_stage import OrderedTwoStage
 from . import console
 from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,
                       is_user_error, warn)
@@ -125,71 +124,6 @@ class BagTarget(Target):
 
 
 # ---- the loop -----------------------------------------------------------------------------------
-class _Overlap:
-    """Inference on a worker thread, everything else (reading, finishing, writing) on this one,
-    so the next frame's inference overlaps finishing and writing this one, as in the node.
-    (The writers are not thread-safe, and sqlite3 insists on its creating thread.)
-
-    Items keep their input order: copied messages and frames are written in the order read.
-    At most two frames are in flight (one inferring, one waiting).
-    """
-
-    def __init__(self, pipeline: DensePipeline, request: Request,
-                 write_copy: Callable[[Copy], None],
-                 write_frame: Callable[[Frame, Any], None],
-                 reject: Callable[[Frame, str], None]) -> None:
-        self._pipeline, self._request = pipeline, request
-        self._write_copy, self._write_frame, self._reject = write_copy, write_frame, reject
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense-perception-infer")
-        self._pending: deque[tuple[Any, Any]] = deque()
-        self._in_flight = 0
-
-    def add_copy(self, item: Copy) -> None:
-        if self._pending:
-            self._pending.append((item, None))
-        else:
-            self._write_copy(item)
-
-    def add_frame(self, frame: Frame) -> None:
-        camera = self._pipeline.camera_from_info(frame.camera_info)
-        future = self._pool.submit(self._pipeline.infer, frame.image, frame.encoding,
-                                   self._request, camera)
-        self._pending.append((frame, future))
-        self._in_flight += 1
-        self._drain(keep_frames=1)
-
-    def _drain(self, keep_frames: int) -> None:
-        """Write items from the head until only ``keep_frames`` frames are in flight."""
-        while self._pending:
-            item, future = self._pending[0]
-            if future is not None:
-                if self._in_flight <= keep_frames:
-                    return
-                try:
-                    raw = future.result()
-                except ValueError as exc:  # a frame that does not match its encoding
-                    self._pending.popleft()
-                    self._in_flight -= 1
-                    self._reject(item, str(exc))
-                    continue
-                self._pending.popleft()
-                self._in_flight -= 1
-                self._write_frame(item, raw)
-            else:
-                self._pending.popleft()
-                self._write_copy(item)
-
-    def finish(self) -> None:
-        """Write everything still pending (frames whose inference was started)."""
-        try:
-            self._drain(keep_frames=0)
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Copy],
                target: Target, total: int | None, max_frames: int,
                after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
@@ -228,7 +162,23 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
         stats.reject_reasons[reason] = stats.reject_reasons.get(reason, 0) + 1
         bar.update(1)
 
-    overlap = _Overlap(pipeline, request, target.copy, write_frame, reject)
+    def handle(due: Iterable[tuple[Frame | Copy, Any]]) -> None:
+        """Write what the overlap hands back, in input order."""
+        for item, result in due:
+            if isinstance(item, Copy):
+                target.copy(item)
+            elif isinstance(result, ValueError):  # a frame that does not match its encoding
+                reject(item, str(result))
+            else:
+                write_frame(item, result)
+
+    # Inference on a worker thread, everything else (reading, finishing, writing) on this one,
+    # so the next frame's inference overlaps finishing and writing this one, as in the node.
+    # (The writers are not thread-safe, and sqlite3 insists on its creating thread.)
+    overlap: OrderedTwoStage[Frame | Copy, Any] = OrderedTwoStage(
+        lambda f: pipeline.infer(f.image, f.encoding, request,
+                                 pipeline.camera_from_info(f.camera_info)),
+        in_flight=2, catch=(ValueError,), name="dense-perception-infer")
     stop = _StopOnSigint()
     started = time.monotonic()
     interrupted, error = False, None
@@ -241,16 +191,16 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                 if event is None:
                     break
                 if isinstance(event, Copy):
-                    overlap.add_copy(event)
+                    handle(overlap.add_passthrough(event))
                 elif event.image is None:
                     reject(event, event.problem)
                 else:
-                    overlap.add_frame(event)
+                    handle(overlap.add(event))
                     submitted += 1
                     if after_frame is not None:
                         after_frame(submitted)
             # Frames already handed to inference are finished and written, also after Ctrl-C.
-            overlap.finish()
+            handle(overlap.drain())
     except KeyboardInterrupt:  # a second Ctrl-C (or a test's hook): stop at once
         interrupted = True
         with contextlib.suppress(BaseException):
@@ -258,6 +208,7 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     except Exception as exc:  # noqa: BLE001 - e.g. a bag damaged half-way: keep what was done
         error = exc
     finally:
+        overlap.close()
         previous = _ignore_sigint()
         try:
             bar.close()
