@@ -16,6 +16,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Header
 
+from dense_perception.core.camera_info_choice import MATCHED, stamp_ns
 from dense_perception.core.products import OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES, array_to_image
 from dense_perception.ros.node import DensePerceptionNode
@@ -98,6 +99,12 @@ class Harness:
         if info is not None:
             info.header = header
             self.info_pub.publish(info)
+            # Image and CameraInfo travel on separate topics and are taken by separate executor
+            # threads: without this wait the image can be processed first, with the pinhole
+            # guess (fallback_hfov_deg) instead of this CameraInfo.
+            stamp = stamp_ns(header.stamp)
+            self.wait_until(lambda: self.node._camera_infos.choose(stamp)[1] == MATCHED, 10,
+                            "the node holds the frame's CameraInfo")
         self.image_pub.publish(array_to_image(rgb, encoding, header))
 
     def wait_for(self, topic: str, count: int = 1, timeout: float = 10.0,
