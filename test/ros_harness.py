@@ -14,6 +14,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo
 
+from dense_perception.core.camera_info_choice import MATCHED, stamp_ns
 from dense_perception.core.products import OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES
 from dense_perception.ros.node import DensePerceptionNode
@@ -63,7 +64,6 @@ class Harness:
         self.compressed_pub = self.player.compressed_pub
         self.info_pub = self.player.info_pub
         self.header = self.player.header
-        self.publish_frame = self.player.publish_frame
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.client)
@@ -104,6 +104,20 @@ class Harness:
         wait_until(self.camera_subscribed, timeout, "the node subscribes to the camera")
 
     wait_until = staticmethod(wait_until)
+
+    def publish_frame(self, frame: Any, header: Any, encoding: str = "rgb8",
+                      info: CameraInfo | None = None) -> None:
+        """The player's publish_frame, waiting for the node to hold ``info`` first: image and
+        CameraInfo travel on separate topics and are taken by separate executor threads, so
+        without this wait the image can be processed first, with the pinhole guess
+        (fallback_hfov_deg) instead of this CameraInfo."""
+        if info is not None:
+            info.header = header
+            self.info_pub.publish(info)
+            stamp = stamp_ns(header.stamp)
+            wait_until(lambda: self.perception._camera_infos.choose(stamp)[1] == MATCHED, 10,
+                       "the node holds the frame's CameraInfo")
+        self.player.publish_frame(frame, header, encoding)
 
     def wait_for(self, topic: str, count: int = 1, timeout: float = 10.0,
                  where: Callable[[Any], bool] = lambda m: True) -> list:

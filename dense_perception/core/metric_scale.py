@@ -37,6 +37,8 @@ ESTIMATED_SOURCES = ("ground_plane", "reference_depth")
 GROUND_SAMPLE_POINTS = 2000   # about this many points of the lower view go to the RANSAC
 GROUND_ITERATIONS = 256       # candidate planes, scored all at once
 GROUND_INLIER_TOLERANCE = 0.04  # inlier band, as a fraction of the plane's distance
+GROUND_MIN_BAND = 0.005       # the refinement's band never narrows below this (0.5 % of d)
+GROUND_REFINE_ROUNDS = 4      # least-squares refits, each on the points of a narrowed band
 MIN_SUPPORT = 30              # fewest inlier points / reference pixels for a trustworthy frame
 REFERENCE_MAX_PIXELS = 20000   # reference pixels used per frame (evenly spread)
 REFERENCE_LOG_TOLERANCE = 0.05  # smallest inlier band of log ratios (about +-5 %)
@@ -125,8 +127,17 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     Points p on the plane satisfy n . p = d, with n pointing from the camera to the plane
     (optical frame: +y is down). Candidates whose normal is more than ``max_tilt_deg`` from +y
     (walls, the ceiling) are rejected before scoring. Inliers lie within ``tolerance`` x d of
-    the plane (a scale-free band). The best candidate is refined by least squares (SVD) on its
-    inliers. Every candidate is scored at once (one N x iterations matrix product).
+    the plane (a scale-free band). Every candidate is scored at once (one N x iterations
+    matrix product).
+
+    The best candidate is refined by least squares (SVD), each round on the points within a
+    band narrowed to the floor's own scatter: 3 robust standard deviations (1.4826 x the
+    median absolute residual) of the previous round's inliers, between :data:`GROUND_MIN_BAND`
+    and ``tolerance``. A fixed ``tolerance`` band also holds the foot of every wall or box
+    standing on the floor (their points within ``tolerance`` x d of it); all on one side of
+    the plane, they tilt the least-squares fit and bias the distance (about 1 % for a level
+    camera facing a wall). The narrowed band keeps them out and keeps a noisy floor's points
+    in. The returned inlier mask is still the ``tolerance`` band around the refined plane.
     """
     n_points = len(points)
     if n_points < 3:
@@ -160,7 +171,8 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     counts = np.count_nonzero(score <= tolerance, axis=0)
     best = int(np.argmax(counts))
     inliers = score[:, best] <= tolerance
-    for _ in range(2):  # refine: least squares through the inliers, then re-select them
+    band = tolerance
+    for _ in range(GROUND_REFINE_ROUNDS):
         if inliers.sum() < 3:
             return None
         chosen = points[inliers]
@@ -171,10 +183,14 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
         d = float(np.dot(normal, centre))  # 3-vectors: no BLAS
         if d <= 0:
             return None
-        inliers = np.abs(np.einsum("ij,j->i", points, normal) - d) <= tolerance * d
+        residual = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0)  # fraction of d
+        # Narrow the band to the scatter of this round's inliers (see the docstring).
+        scatter = 3.0 * 1.4826 * float(np.median(residual[inliers]))
+        band = min(band, max(scatter, GROUND_MIN_BAND))
+        inliers = residual <= band
     if normal[1] < math.cos(math.radians(max_tilt_deg)):
         return None
-    return normal, d, inliers
+    return normal, d, residual <= tolerance
 
 
 def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
