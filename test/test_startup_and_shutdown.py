@@ -77,7 +77,8 @@ def test_signal_stops_node_mid_inference(sig):
     from std_msgs.msg import Header
 
     slow = [str(REPO / "tools" / "slow_node.py"), "60"]  # a 60 s inference
-    proc = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=slow)
+    # backend cpu: this test is not about backends (a GPU or lavapipe must not change it)
+    proc = start_node("-p", f"model_path:={DA3_TEST_MODEL}", "-p", "backend:=cpu", script=slow)
     context = rclpy.Context()
     rclpy.init(context=context)
     client = rclpy.create_node("signal_client", context=context)

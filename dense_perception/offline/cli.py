@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
-import os
-import re
 import signal
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -38,6 +34,7 @@ import numpy as np
 from .. import __version__
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from ..core.intrinsics import Intrinsics
+from ..core.native_log import NativeLog, capture_native_stderr
 from ..core.models import MODEL_TYPES, ModelSignatureError, ModelSpec, detect_model_spec, \
     format_signature
 from ..core.parameters import PARAMS_BY_NAME
@@ -114,50 +111,10 @@ def _interactive() -> bool:
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 
-class NativeLog:
-    """What native code printed on stderr while it was captured."""
-
-    text: str = ""
-
-    def gpu_reason(self) -> str:
-        """The lines of a LiteRT log that say why no GPU could be used (one line)."""
-        picked: list[str] = []
-        for line in self.text.splitlines():
-            if not re.search(r"GPU|OpenCL|Vulkan|WebGPU|adapter", line, re.I):
-                continue
-            if not re.search(r"fail|couldn't|cannot|no |not found|unavailable", line, re.I):
-                continue
-            line = re.sub(r"^(\S+: )?(\[[^\]]*\] )?", "", line.strip()).strip("└ ")
-            if line and line not in picked:
-                picked.append(line)
-        return "; ".join(picked[:2])
-
-
-@contextlib.contextmanager
-def quiet_native_stderr(enabled: bool = True) -> Iterator[NativeLog]:
-    """Capture what native libraries (LiteRT and its GPU probes) print on fd 2 meanwhile."""
-    log = NativeLog()
-    if not enabled:
-        yield log
-        return
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):
-        yield log
-        return
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield log
-            gc.collect()  # LiteRT logs again when a failed GPU probe's objects are freed
-        finally:
-            with contextlib.suppress(Exception):
-                sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            log.text = sink.read().decode("utf-8", "replace")
+def quiet_native_stderr(enabled: bool = True) -> contextlib.AbstractContextManager[NativeLog]:
+    """Capture what native libraries (LiteRT and its GPU probes) print on fd 2 meanwhile
+    (core.native_log: the node uses the same capture); ``enabled=False`` lets it through."""
+    return capture_native_stderr() if enabled else contextlib.nullcontext(NativeLog())
 
 
 def _with_gpu_reason(message: str, log: NativeLog) -> str:
@@ -168,6 +125,8 @@ def _with_gpu_reason(message: str, log: NativeLog) -> str:
         return message.replace(seen, "--verbose shows LiteRT's log")
     if seen in message:
         return message.replace(seen, f"LiteRT: {reason}")
+    if reason in message:  # the runner quoted LiteRT's log already
+        return message
     return f"{message} LiteRT: {reason}."
 
 

@@ -68,14 +68,17 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "") ->
 def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_size: str,
                       fit: str, stats: FrameStats, stages: dict[str, StageStats],
                       input_hz: float, output_hz: float, received: int,
-                      dropped: int, backend_note: str = "") -> DiagnosticArray:
-    """One DiagnosticStatus named ``name`` with every figure a user tunes the node by."""
+                      dropped: int, backend_note: str = "",
+                      backend_details: dict[str, str] | None = None) -> DiagnosticArray:
+    """One DiagnosticStatus named ``name`` with every figure a user tunes the node by;
+    ``backend_details`` (e.g. the GPU adapter) follow the backend's keys."""
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     level, message = health(stats, frame_ms, backend_note)
     size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"
     values = {
         "backend": backend,
         "backend note": backend_note or "-",
+        **(backend_details or {}),  # the GPU adapter, when on the GPU
         "model kind": model_kind,
         "input size -> model size": f"{size} -> {model_size}",
         "fit": fit,

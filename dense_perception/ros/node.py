@@ -40,6 +40,7 @@ from .messages import MESSAGE_CLASSES, array_to_image, intrinsics_to_camera_info
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, RawFrame, Request, load_pipeline
+from ..core.gpu_runner import gpu_details
 from ..core.runner import ModelLoadError, resolve_model_path
 from ..core.timing import RateMeter
 
@@ -97,7 +98,8 @@ class DensePerceptionNode(Node):
         try:
             self._pipeline: DensePipeline = load_pipeline(
                 model_path, values["model_type"], values["backend"], values["num_threads"],
-                self._pipeline_config(values), log=self.get_logger().info)
+                self._pipeline_config(values), log=self.get_logger().info,
+                gpu_precision=values["gpu_precision"], warn=self.get_logger().warning)
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
@@ -332,7 +334,8 @@ class DensePerceptionNode(Node):
             stages=self._timer.stats(), input_hz=self._in_rate.rate(),
             output_hz=self._out_rate.rate(), received=self._in_rate.total,
             dropped=self.frames_dropped,
-            backend_note=getattr(self._pipeline.runner, "fallback_note", ""))
+            backend_note=getattr(self._pipeline.runner, "fallback_note", ""),
+            backend_details=gpu_details(self._pipeline.runner))
         self._diag_pub.publish(array)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
@@ -347,6 +350,9 @@ class DensePerceptionNode(Node):
         self._stop.set()
         for worker in self._workers:
             worker.join(timeout=0.5)
+        close = getattr(self._pipeline.runner, "close", None)  # the GPU worker process
+        if close is not None:
+            close()
 
     @property
     def frames_dropped(self) -> int:
