@@ -20,6 +20,27 @@ def load_test_model_maker():
     return module
 
 
+_GPU_PROBE: list = []
+
+
+def gpu_probe():
+    """(adapter, "") when LiteRT's GPU backend works here (adapter may be a CPU emulation such
+    as lavapipe), else (None, why not). Probed once per test session."""
+    if not _GPU_PROBE:
+        from dense_perception.core.runner import litert_version
+        if litert_version().startswith("1."):
+            _GPU_PROBE.append((None, "the GPU backend needs ai-edge-litert 2.x"))
+        else:
+            from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+            try:
+                runner = GpuProcessRunner(DA3_TEST_MODEL)
+                runner.close()
+                _GPU_PROBE.append((runner.adapter, ""))
+            except GpuUnavailableError as exc:
+                _GPU_PROBE.append((None, str(exc)))
+    return _GPU_PROBE[0]
+
+
 @pytest.fixture(scope="session")
 def maker():
     return load_test_model_maker()

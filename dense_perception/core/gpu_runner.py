@@ -14,6 +14,7 @@ a CPU emulation (Mesa's llvmpipe/lavapipe) and the node can name the adapter in 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -67,6 +68,9 @@ class GpuProcessRunner:
             self.close()
             raise
         self.native_log = NativeLog(hello.get("log", ""))
+        if self.native_log.text:  # LiteRT's own log, where it went before: our stderr
+            with contextlib.suppress(OSError):
+                os.write(2, self.native_log.text.encode("utf-8", "replace"))
         if not hello["ok"]:
             self.close()
             reason = self.native_log.gpu_reason() or hello["error"]
@@ -227,14 +231,14 @@ def _software_note(adapter: Adapter) -> str:
 
 def gpu_details(runner: object) -> dict[str, str]:
     """Diagnostic key/values for a GPU runner (adapter, type, acceleration); {} for others."""
-    if not isinstance(runner, GpuProcessRunner):
+    if getattr(runner, "backend", "") != "gpu":  # (duck-typed: tests wrap runners)
         return {}
-    adapter = runner.adapter
+    adapter = getattr(runner, "adapter", None)
     return {
         "gpu adapter": adapter.name if adapter else "not reported by LiteRT",
         "gpu adapter backend": adapter.backend if adapter else "-",
         "gpu adapter type": (adapter.type + (" (CPU emulation)" if adapter.is_software else ""))
         if adapter else "-",
-        "gpu fully accelerated": "yes" if runner.fully_accelerated else "no",
-        "gpu precision": runner.precision,
+        "gpu fully accelerated": "yes" if getattr(runner, "fully_accelerated", False) else "no",
+        "gpu precision": getattr(runner, "precision", "-"),
     }

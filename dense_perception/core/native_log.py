@@ -68,17 +68,19 @@ class NativeLog:
         """The lines of a LiteRT log that say why no GPU could be used (one line)."""
         picked: list[str] = []
         for line in self.text.splitlines():
-            if not re.search(r"GPU|OpenCL|Vulkan|WebGPU|adapter", line, re.I):
+            if not re.search(r"Vulkan|vkCreate|WebGPU|adapter|\bGPU\b|OpenCL", line, re.I):
                 continue
             if not re.search(r"fail|couldn't|cannot|no |not found|unavailable|required", line,
                              re.I):
                 continue
-            if "OpenCL library" in line:  # the WebGPU path probes OpenCL too; not the reason
+            # Not the reason: the NPU/compiler-plugin probes, OpenCL (the WebGPU path probes it
+            # too) and lines naming files (paths, source locations).
+            if re.search(r"plugin|NPU|OpenCL library|/", line):
                 continue
             line = re.sub(r"^(\S+: )?(\[[^\]]*\] )?", "", line.strip()).strip("└ ")
             if line and line not in picked:
                 picked.append(line)
-        return "; ".join(picked[:2])
+        return "; ".join(picked[:3])
 
 
 @contextlib.contextmanager
