@@ -104,6 +104,70 @@ def bare_gpu_invoke(model_path: str, runs: int = 5, gpu_precision: str = "fp16"
             "round_trip_ms": round(statistics.median(round_trip), 2)}
 
 
+def two_stage_rate(model_path: str, seconds: float = 20.0, fps: float = 30.0,
+                   gpu_precision: str = "fp16") -> dict[str, Any]:
+    """The node's worker structure without ROS (for machines without rclpy): frames at ``fps``
+    into a newest-wins slot, an inference thread, a post-processing thread (every product);
+    output rate vs the bare GPU invoke rate measured right after under the same feed."""
+    import threading
+    from dense_perception.core.frame_slot import FrameSlot
+    from tools.scene import make_sample_scene, scene_intrinsics
+    frame = make_sample_scene()
+    k = scene_intrinsics()
+    pipeline = load_pipeline(model_path, backend="gpu", log=lambda _: None,
+                             warn=lambda _: None, gpu_precision=gpu_precision)
+    request = Request.everything()
+    frames: FrameSlot[np.ndarray] = FrameSlot()
+    raws: FrameSlot[Any] = FrameSlot()
+    stop = threading.Event()
+    outputs: list[float] = []
+
+    def feed() -> None:
+        while not stop.wait(1.0 / fps):
+            frames.put(frame)
+
+    def infer() -> None:
+        while not stop.is_set():
+            item = frames.take(0.1)
+            if item is not None:
+                raws.put(pipeline.infer(item, "rgb8", request))
+
+    def finish() -> None:
+        while not stop.is_set():
+            raw = raws.take(0.1)
+            if raw is not None:
+                pipeline.finish(raw, k)
+                outputs.append(time.perf_counter())
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (feed, infer, finish)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        window = [t for t in outputs if t > outputs[0]] if outputs else []
+        rate = (len(window) / (window[-1] - outputs[0])) if len(window) > 1 else 0.0
+        # The bare invoke under the same feed: the feeder alone keeps running meanwhile.
+        stop.clear()
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            pipeline.runner.run()
+            times.append((time.perf_counter() - start) * 1000.0)
+        stop.set()
+        feeder.join()
+    finally:
+        pipeline.runner.close()
+    bare_ms = statistics.median(times)
+    return {"two_stage_output_hz": round(rate, 3), "bare_invoke_ms_under_feed": round(bare_ms, 2),
+            "two_stage_vs_bare": round(rate * bare_ms / 1000.0, 3),
+            "stage_ms": {n: round(st.mean_ms, 2) for n, st in pipeline.timer.stats().items()}}
+
+
 def _main() -> None:
     import argparse
     import json
@@ -112,15 +176,19 @@ def _main() -> None:
     parser.add_argument("models", nargs="+")
     parser.add_argument("--precision", default="fp16", choices=("fp16", "fp32"))
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rate-seconds", type=float, default=0.0,
+                        help="also the node's two-stage structure (no ROS) for this long")
     args = parser.parse_args()
     scene = make_sample_scene()
     frames = [scene, np.ascontiguousarray(scene[:, ::-1])]
     for model in args.models:
-        print(json.dumps({"model_path": model,
-                          "bare": bare_gpu_invoke(model, args.runs, args.precision),
-                          "fidelity": pipeline_fidelity(model, frames,
-                                                        gpu_precision=args.precision)}),
-              flush=True)
+        result = {"model_path": model,
+                  "bare": bare_gpu_invoke(model, args.runs, args.precision),
+                  "fidelity": pipeline_fidelity(model, frames, gpu_precision=args.precision)}
+        if args.rate_seconds > 0:
+            result["two_stage"] = two_stage_rate(model, args.rate_seconds,
+                                                 gpu_precision=args.precision)
+        print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
