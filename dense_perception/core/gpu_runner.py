@@ -18,6 +18,7 @@ import contextlib
 import json
 import mmap
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -80,7 +81,11 @@ class GpuProcessRunner:
         self.precision = precision
         self.input_shapes = [tuple(s) for s in hello["inputs"]]
         self.output_shapes = [tuple(s) for s in hello["outputs"]]
-        self._map_shared_memory()
+        try:
+            self._map_shared_memory()
+        except GpuUnavailableError:
+            self.close()
+            raise
         where = self.adapter.describe() if self.adapter else "adapter not reported"
         self.description = (f"gpu (LiteRT CompiledModel, WebGPU, {precision}; {where}; "
                             "worker process)")
@@ -132,15 +137,12 @@ class GpuProcessRunner:
         for shape in shapes:
             offsets.append(size)
             size += -(-int(np.prod(shape)) * 4 // _ALIGN) * _ALIGN
-        folder = "/dev/shm" if os.path.isdir("/dev/shm") else None  # RAM-backed where it exists
-        self._shm_file = tempfile.NamedTemporaryFile(prefix="dense_perception_gpu_", dir=folder)
-        self._shm_file.truncate(size)
+        self._shm_file = _reserved_file(size)
         self._shm = mmap.mmap(self._shm_file.fileno(), size)
         self._views = [np.frombuffer(self._shm, np.float32, int(np.prod(shape)), offset)
                        .reshape(shape) for shape, offset in zip(shapes, offsets)]
         reply = self._call({"shared": self._shm_file.name, "offsets": offsets})
         if not reply["ok"]:
-            self.close()
             raise GpuUnavailableError(f"GPU worker could not map shared memory: {reply['error']}")
 
     def _call(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
@@ -152,7 +154,6 @@ class GpuProcessRunner:
         except (BrokenPipeError, ValueError, OSError):
             raise GpuUnavailableError(self._died()) from None
         if timeout_s is not None:
-            import select
             ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
             if not ready:
                 proc.kill()
@@ -169,6 +170,22 @@ class GpuProcessRunner:
             return "GPU worker process stopped answering"
         return f"GPU worker process exited (status {code}); LiteRT's log above says why"
 
+
+def _reserved_file(size: int):
+    """A temporary file of ``size`` bytes with its space reserved: in /dev/shm (RAM) when it
+    has room (containers often give it only 64 MB), else in the temp folder. Reserving first
+    turns a full tmpfs into an error here instead of a SIGBUS on first touch."""
+    for folder in ("/dev/shm", None):
+        if folder and not os.path.isdir(folder):
+            continue
+        handle = tempfile.NamedTemporaryFile(prefix="dense_perception_gpu_", dir=folder)
+        try:
+            os.posix_fallocate(handle.fileno(), 0, size)
+            return handle
+        except OSError:
+            handle.close()
+    raise GpuUnavailableError(f"no room for the GPU worker's {size / 1e6:.0f} MB of input and "
+                              "outputs in /dev/shm or the temp folder")
 
 
 def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,
