@@ -40,10 +40,11 @@ prep() {
   apt-get $o update -qq && (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 \
     libopengl0 libgl1 libglx0 libgles2)
   pip_download ai-edge-litert==2.3.0   # its other needs (numpy, flatbuffers, ml-dtypes, ...) are there
-  if [ -f .cache/bench_models/da3_class.tflite ]; then
-    cp .cache/bench_models/da3_class.tflite .devcarry/
+  local built="${BENCH_MODELS:-.cache/bench_models}/da3_class.tflite"
+  if [ -f "$built" ]; then
+    cp "$built" .devcarry/
   else
-    echo "prep: no .cache/bench_models/da3_class.tflite (make bench builds it); call B skipped"
+    echo "prep: no $built (make bench builds it; BENCH_MODELS=folder); call B skipped"
   fi
   du -sh .gl .whl .devcarry
 }
