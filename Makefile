@@ -30,7 +30,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet torch-env demo bench soak models clean
+.PHONY: setup test test-gpu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet torch-env demo bench soak models clean
 
 setup: $(VENV)/.ready
 
@@ -130,6 +130,16 @@ lock:
 
 $(PY_EXTRA:%=which-python-%): which-python-%:
 	@echo $(call find_python,$(call dotted,$*))
+# The GPU backend for real (LiteRT WebGPU over Vulkan): runner, pipeline and node with backend gpu.
+# Without a GPU, Mesa's software Vulkan (lavapipe, Mesa >= 23) stands in: installed here as root
+# on Debian/Ubuntu (Debian 12: bookworm-backports); elsewhere install_vulkan.sh says how and the
+# GPU tests skip with the reason.
+test-gpu: setup
+	@if tools/install_vulkan.sh; then \
+	  DENSE_PERCEPTION_REQUIRE_GPU=1 $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
+	else \
+	  $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
+	fi
 
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.

@@ -14,7 +14,8 @@ simple closed-form function, so tests can predict every output value:
     output 1 ``normals`` [1,3,448,448]   = normalize(2r-1, 2g-1, -1)
     output 2 ``segmentation_logits`` [1,150,256,256]:
         v = bilinear resize of b to 256x256 (half-pixel centres),
-        logits[k] = 2*149*k*v - k*k, hence argmax_k = round(149*v).
+        logits[k] = -(149*v - k)^2 (fp16-safe: near 0 at the argmax),
+        hence argmax_k = round(149*v).
 
 The flatbuffers are written directly with the TFLite schema object API shipped
 in ``ai-edge-litert`` (``ai_edge_litert.schema_py_generated``, present in 1.4
@@ -238,11 +239,19 @@ def build_tipsv2_model() -> fb.ModelT:
     g.op(fb.BuiltinOperator.RESIZE_BILINEAR, [blue_nhwc, out_size], [resized], opts,
          fb.BuiltinOptions.ResizeBilinearOptions, version=3)  # v3: half_pixel_centers
     v_seg = g.reshape(resized, "segmentation/v", (n, 1, s, s))
+    # logits[k] = -(149 (v - k/149))^2: the winner's logit is near 0 and its rival's within
+    # -1, so the argmax survives fp16 GPU arithmetic (the former 2*149*k*v - k*k reached 22201,
+    # where fp16 steps by 16 and the argmax was lost). Subtract first, then scale: no
+    # cancellation of large products.
+    top = TIPS_NUM_CLASSES - 1
     k = np.arange(TIPS_NUM_CLASSES, dtype=np.float32).reshape(1, -1, 1, 1)
     logits_shape = (n, TIPS_NUM_CLASSES, s, s)
-    slope = g.const("segmentation/slope", 2.0 * (TIPS_NUM_CLASSES - 1) * k)
-    scaled = g.binary(mul, v_seg, slope, "segmentation/scaled", logits_shape)
-    logits = g.binary(add, scaled, g.const("segmentation/intercept", -k * k),
+    centred = g.binary(add, v_seg, g.const("segmentation/minus_centre", -k / top),
+                       "segmentation/centred", logits_shape)
+    scaled = g.binary(mul, centred, g.const("segmentation/bins", [float(top)]),
+                      "segmentation/distance", logits_shape)
+    squared = g.binary(mul, scaled, scaled, "segmentation/squared", logits_shape)
+    logits = g.binary(mul, squared, g.const("segmentation/negate", [-1.0]),
                       "segmentation_logits", logits_shape)
 
     return g.model([image], [depth, normals, logits],

@@ -20,14 +20,31 @@ def load_test_model_maker():
     return module
 
 
-def gpu_works() -> bool:
-    """Whether LiteRT's GPU accelerator initialises on this machine (a real or software GPU)."""
-    from dense_perception.core.runner import CompiledModelRunner
-    try:
-        CompiledModelRunner(TIPS_TEST_MODEL, "gpu")
-        return True
-    except RuntimeError:
-        return False
+_GPU_PROBE: list = []
+
+
+def gpu_probe():
+    """(adapter, "") when LiteRT's GPU backend works here (adapter may be a CPU emulation such
+    as lavapipe), else (None, why not). Probed once per test session."""
+    if not _GPU_PROBE:
+        from dense_perception.core.runner import litert_version
+        if litert_version().startswith("1."):
+            _GPU_PROBE.append((None, "the GPU backend needs ai-edge-litert 2.x"))
+        else:
+            from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+            try:
+                runner = GpuProcessRunner(DA3_TEST_MODEL)
+                runner.close()
+                _GPU_PROBE.append((runner.adapter, ""))
+            except GpuUnavailableError as exc:
+                _GPU_PROBE.append((None, str(exc)))
+    return _GPU_PROBE[0]
+
+
+def hardware_gpu() -> bool:
+    """A GPU adapter that is not a CPU emulation (backend 'auto' would use it)."""
+    adapter, _ = gpu_probe()
+    return adapter is not None and not adapter.is_software
 
 
 @pytest.fixture(scope="session")

@@ -286,6 +286,68 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
     }
 
 
+def bench_gpu(kind: str, model_path: str, runs: int, node_seconds: float, rounds: int,
+              precision: str = "fp16") -> dict:
+    """The GPU rows, on whatever Vulkan adapter LiteRT selects (named): bare GPU invoke, our
+    host stages as a share of it, GPU-vs-CPU fidelity through the pipeline beside the card's
+    figures, and the node (backend gpu) vs a bare GPU invoke under the same 30 fps feed."""
+    from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+    from tools.gpu_check import bare_gpu_invoke, pipeline_fidelity
+    from tools.loadgen import run_stream
+    try:
+        bare = bare_gpu_invoke(model_path, runs, precision)
+    except GpuUnavailableError as exc:
+        return {"gpu_adapter": f"none ({exc})"}
+    result = {"gpu_adapter": bare["adapter"], "gpu_precision": precision,
+              "gpu_fully_accelerated": bare["fully_accelerated"],
+              "gpu_bare_invoke_ms": bare["invoke_ms"], "gpu_round_trip_ms": bare["round_trip_ms"]}
+    # Host stages (everything but inference) of our pipeline on the GPU, own stage timers.
+    frame = make_sample_scene(*FRAME_SIZE)
+    k = scene_intrinsics(*FRAME_SIZE)
+    pipeline = load_pipeline(model_path, kind, "gpu", config=PipelineConfig(points_stride=1),
+                             log=lambda _: None, warn=lambda _: None, gpu_precision=precision)
+    try:
+        request = Request.everything()
+        pipeline.process(frame, "rgb8", k, request)
+        pipeline.timer.clear()
+        for _ in range(runs):
+            pipeline.process(frame, "rgb8", k, request)
+        stages = {name: round(s.mean_ms, 2) for name, s in pipeline.timer.stats().items()}
+    finally:
+        pipeline.runner.close()
+    host_ms = sum(v for n, v in stages.items() if n != "inference")
+    result.update(gpu_stage_ms=stages, gpu_host_stage_ms=round(host_ms, 1),
+                  gpu_host_stage_pct_of_invoke=round(100 * host_ms / bare["invoke_ms"], 1))
+    fidelity = pipeline_fidelity(model_path, [frame, np.ascontiguousarray(frame[:, ::-1])],
+                                 gpu_precision=precision)
+    result["gpu_vs_cpu"] = fidelity["ours"]
+    result["gpu_vs_cpu_card"] = fidelity["card"]
+    for key, value in fidelity["ours"].items():
+        card = fidelity["card"].get(key)
+        result[f"gpu_vs_cpu_{key}"] = f"{value:.5f}" + (f" ({card})" if card else "")
+    if node_seconds > 0:
+        runner = GpuProcessRunner(model_path, precision)
+        try:
+            runner.run()
+
+            def bare_ms() -> float:
+                return median_ms(runner.run, runs, warmup=0)
+            cmd = [sys.executable, "-m", "dense_perception.ros.node", "--ros-args",
+                   "-p", f"model_path:={model_path}", "-p", "backend:=gpu",
+                   "-p", f"gpu_precision:={precision}"]
+            stream = run_stream(cmd, fps=30.0, seconds=node_seconds, subscribe_all=True,
+                                bare=bare_ms, rounds=rounds)
+        finally:
+            runner.close()
+        ratios = [hz * ms / 1000.0 for hz, ms in zip(stream.node_hz_rounds, stream.bare_ms_rounds)]
+        result.update(
+            gpu_node_output_hz=round(statistics.median(stream.node_hz_rounds), 4),
+            gpu_bare_invoke_ms_under_feed=round(statistics.median(stream.bare_ms_rounds), 1),
+            gpu_node_vs_bare=round(statistics.median(ratios), 3),
+            gpu_node_vs_bare_rounds=[round(r, 3) for r in ratios])
+    return result
+
+
 def machine() -> dict:
     """What this ran on."""
     cpu = platform.processor() or platform.machine()
@@ -327,13 +389,40 @@ def table(results: dict) -> str:
             ("scale_ground_plane_ms", "DA3 scale: ground plane (ms)"),
             ("scale_reference_dense_ms", "DA3 scale: dense reference (ms)"),
             ("scale_reference_sparse_ms", "DA3 scale: 1 % reference (ms)"),
-            ("scale_fixed_ms", "DA3 scale: fixed (ms)")]
+            ("scale_fixed_ms", "DA3 scale: fixed (ms)"),
+            ("gpu_adapter", "GPU adapter"),
+            ("gpu_bare_invoke_ms", "GPU bare invoke (ms)"),
+            ("gpu_host_stage_pct_of_invoke", "GPU: host stages / invoke (%)"),
+            ("gpu_node_vs_bare", "GPU: node / bare (same feed)"),
+            ("gpu_vs_cpu_depth_pearson", "GPU vs CPU depth r (card)"),
+            ("gpu_vs_cpu_depth_cosine", "GPU vs CPU depth cos (card)"),
+            ("gpu_vs_cpu_normals_pearson", "GPU vs CPU normals r (card)"),
+            ("gpu_vs_cpu_seg_argmax_agreement", "GPU vs CPU seg argmax (card)")]
     kinds = [k for k in results if k != "machine"]
     lines = [f"{'':34}" + "".join(f"{k:>16}" for k in kinds)]
     for key, label in rows:
         lines.append(f"{label:34}" + "".join(f"{str(results[k].get(key, '-')):>16}"
                                              for k in kinds))
     return "\n".join(lines)
+
+
+def want_gpu(choice: str) -> bool:
+    """Whether to measure the GPU rows: 'auto' skips a CPU-emulated adapter (and says so)."""
+    if choice != "auto":
+        return choice == "on"
+    from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+    try:
+        probe = GpuProcessRunner(str(Path(__file__).parents[1] / "models"
+                                     / "test_da3_small.tflite"))
+    except GpuUnavailableError as exc:
+        print(f"  GPU rows skipped: no GPU ({exc})")
+        return False
+    probe.close()
+    if probe.adapter is not None and probe.adapter.is_software:
+        print(f"  GPU rows skipped: the adapter is a CPU emulation ({probe.adapter.describe()});"
+              " --gpu on measures it anyway")
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -347,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="node / bare A/B rounds")
     parser.add_argument("--only", choices=sorted(MODEL_SPECS), action="append")
     parser.add_argument("--out", default="bench_out")
+    parser.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
+                        help="GPU rows: auto = when a GPU adapter that is not a CPU emulation "
+                        "is there (lavapipe needs minutes per invoke of these models)")
+    parser.add_argument("--gpu-precision", choices=("fp16", "fp32"), default="fp16")
     args = parser.parse_args(argv)
     results: dict = {"machine": {**machine(), "threads": args.threads}}
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -359,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
         r.update(bench_load(model, args.threads, Path(args.out)))
         r.update(bench_node(model, args.threads, args.node_seconds, args.runs, args.rounds))
         r["node_vs_quiet_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
+        if want_gpu(args.gpu):
+            r.update(bench_gpu(kind, model, args.runs, args.node_seconds, args.rounds,
+                               args.gpu_precision))
         results[kind] = r
         print(json.dumps(r, indent=1))
     results["pointcloud"] = bench_pointcloud(args.runs)

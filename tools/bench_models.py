@@ -588,10 +588,10 @@ def build_one(spec: BenchModelSpec, out_dir: Path, force: bool) -> BuildReport:
 def builder_fingerprint() -> str:
     """Hash of the code that builds the models: a file built by older code is rebuilt."""
     import hashlib
-    here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for name in ("bench_models.py", "export_da3.py"):
-        digest.update((here / name).read_bytes())
+    here = Path(__file__).resolve()
+    for path in (here, here.parents[1] / "dense_perception" / "export" / "export_da3.py"):
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

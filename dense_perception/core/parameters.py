@@ -12,7 +12,7 @@ from typing import Any
 from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from .metric_scale import SCALE_SOURCES
 from .models import MODEL_TYPES
-from .runner import BACKENDS
+from .runner import BACKENDS, GPU_PRECISIONS
 
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
 INPUT_QOS = ("auto", "sensor_data", "reliable")
@@ -48,8 +48,12 @@ PARAMS: tuple[ParamSpec, ...] = (
               "relative paths are looked up in the package's models/ folder too."),
     ParamSpec("model_type", "auto", "Model kind; 'auto' detects it from the file's signature.",
               choices=MODEL_TYPES),
-    ParamSpec("backend", "auto", "'gpu' (LiteRT CompiledModel), 'cpu' (XNNPACK) or 'auto' "
-              "(GPU if it initialises, else CPU).", choices=BACKENDS),
+    ParamSpec("backend", "auto", "'gpu' (LiteRT CompiledModel, WebGPU over Vulkan), 'cpu' "
+              "(XNNPACK) or 'auto' (the GPU if it initialises and is not a CPU emulation such "
+              "as llvmpipe, else the CPU).", choices=BACKENDS),
+    ParamSpec("gpu_precision", "fp16", "GPU arithmetic for backend gpu/auto: fp16 (LiteRT's "
+              "default, fastest) or fp32 (GpuOptions enforce_f32: for values beyond fp16's "
+              "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256),
     ParamSpec("fit", "crop", "How frames meet the model's fixed input without padding: crop "

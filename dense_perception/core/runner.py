@@ -6,8 +6,10 @@ Raspberry Pi 5) by detecting features instead of pinning a version:
 * CPU: ``Interpreter`` with XNNPACK (on by default) and ``num_threads``. Its ``invoke`` releases
   the GIL, so pre/post-processing of other frames can overlap inference, and its tensors can be
   read and written in place.
-* GPU: ``CompiledModel`` with ``HardwareAccelerator.GPU`` (2.x only). Asking for a GPU that does
-  not work raises ``RuntimeError``; ``backend='auto'`` then falls back to the CPU and says why.
+* GPU: ``CompiledModel`` with ``HardwareAccelerator.GPU`` (2.x only: LiteRT's WebGPU
+  accelerator, Dawn over Vulkan), run in a worker process by :mod:`.gpu_runner` because its
+  output reads hold the GIL. ``backend='auto'`` falls back to the CPU, and says why, when the
+  GPU does not work or is a CPU emulation (llvmpipe).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ai_edge_litert.interpreter import Interpreter
 from .tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 BACKENDS = ("auto", "gpu", "cpu")
+GPU_PRECISIONS = ("fp16", "fp32")  # GPU arithmetic; fp32 = GpuOptions(enforce_f32=True)
 Log = Callable[[str], None]
 
 
@@ -90,14 +93,14 @@ class CompiledModelRunner:
     (which lets tests exercise this code path on machines without a GPU)."""
 
     def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1,
-                 weight_cache: str | None = None) -> None:
+                 weight_cache: str | None = None, gpu_precision: str = "fp16") -> None:
         from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
 
         if not hasattr(cm, "Options"):
             raise RuntimeError(f"ai-edge-litert {litert_version()} has no accelerator options "
                                "in Python (CompiledModel options need 2.x)")
         if accelerator == "gpu":
-            options = cm.Options(cm.HardwareAccelerator.GPU)
+            options = _gpu_options(cm, gpu_precision)
         else:
             # The XNNPACK weight cache (a file) makes later loads skip weight packing. It must
             # belong to this exact model: a stale one silently gives another model's results.
@@ -117,16 +120,45 @@ class CompiledModelRunner:
         self.output_shapes = [tuple(int(d) for d in details_out[n]["shape"])
                               for n in signature["outputs"]]
         self._input = np.zeros(self.input_shapes[0], np.float32)
+        self.fully_accelerated = bool(self._model.is_fully_accelerated())
         self.description = f"{accelerator} (LiteRT CompiledModel)"
 
     def input_buffer(self) -> np.ndarray:
         return self._input
 
     def run(self) -> list[np.ndarray]:
-        self._inputs[0].write(self._input)
+        outputs = [np.empty(shape, np.float32) for shape in self.output_shapes]
+        self.run_into(self._input, outputs)
+        return outputs
+
+    def run_into(self, image: np.ndarray, outputs: list[np.ndarray]) -> None:
+        """Run on ``image`` and read the outputs into the given float32 arrays (e.g. shared
+        memory). On the GPU the run is queued and the reads wait for it; both hold the GIL."""
+        self._inputs[0].write(image)
         self._model.run_by_index(0, self._inputs, self._outputs)
-        return [buf.read(int(np.prod(shape)), np.float32).reshape(shape)
-                for buf, shape in zip(self._outputs, self.output_shapes)]
+        for buf, out in zip(self._outputs, outputs):
+            _read_into(buf, out)
+
+
+def _gpu_options(cm, precision: str):
+    """CompiledModel options for the GPU: ``fp16`` (LiteRT's default: fp16 arithmetic) or
+    ``fp32`` (``GpuOptions(enforce_f32=True)``, slower, for values beyond fp16's range)."""
+    if precision not in GPU_PRECISIONS:
+        raise ValueError(f"gpu_precision '{precision}' is unknown; allowed: "
+                         f"{', '.join(GPU_PRECISIONS)}")
+    from ai_edge_litert.gpu_options import GpuOptions
+    return cm.Options(cm.HardwareAccelerator.GPU,
+                      gpu_options=GpuOptions(enforce_f32=precision == "fp32"))
+
+
+def _read_into(buf, out: np.ndarray) -> None:
+    """Read a TensorBuffer straight into ``out`` (C-contiguous float32), without the extra
+    array ``TensorBuffer.read`` allocates; falls back to it on wheels without the wrapper."""
+    try:
+        from ai_edge_litert.tensor_buffer import _tb
+        _tb.ReadTensorToBuffer(buf.capsule, out.reshape(-1), "float32")
+    except (ImportError, AttributeError):
+        out.reshape(-1)[...] = buf.read(out.size, np.float32)
 
 
 def resolve_model_path(model_path: str) -> str:
@@ -174,32 +206,29 @@ def check_model_file(model_path: str) -> TfliteSignature:
 
 
 def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
-                log: Log = print, warmup: bool = True) -> Runner:
+                log: Log = print, warmup: bool = True, gpu_precision: str = "fp16",
+                warn: Log | None = None) -> Runner:
     """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu') and warm it up.
 
-    ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why; ``gpu``
-    raises ModelLoadError when the GPU does not initialise. ``num_threads`` -1 = all cores.
+    ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why (a CPU
+    emulation of a GPU counts as no GPU); ``gpu`` raises ModelLoadError when the GPU does not
+    initialise. ``num_threads`` -1 = all cores. ``gpu_precision``: 'fp16' or 'fp32' GPU
+    arithmetic. ``warn`` logs warnings (default: ``log``).
     """
     if backend not in BACKENDS:
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
     if num_threads == 0 or num_threads < -1:
         raise ModelLoadError(f"num_threads must be >= 1, or -1 for all cores; got {num_threads}")
+    if gpu_precision not in GPU_PRECISIONS:
+        raise ModelLoadError(f"gpu_precision '{gpu_precision}' is unknown; allowed: "
+                             f"{', '.join(GPU_PRECISIONS)}")
     check_model_file(model_path)
     runner: Runner | None = None
     fallback_note = ""
     if backend in ("auto", "gpu"):
-        try:
-            runner = CompiledModelRunner(model_path)
-        except RuntimeError:
-            # LiteRT's exception names only source lines; the driver's reason (no OpenCL/Vulkan
-            # device, ...) is in its own log on stderr just above.
-            reason = "no usable GPU device; LiteRT's log above says why"
-            if backend == "gpu":
-                raise ModelLoadError(
-                    f"the GPU backend did not initialise ({reason}). Check the GPU driver "
-                    "(OpenCL/Vulkan), or set backend to 'auto' or 'cpu'.") from None
-            fallback_note = f"GPU unavailable ({reason}); fell back to CPU (XNNPACK)"
-            log(fallback_note)
+        from .gpu_runner import open_gpu_runner
+        runner, fallback_note = open_gpu_runner(model_path, backend, gpu_precision, log,
+                                                warn or log)
     if runner is None:
         threads = default_num_threads() if num_threads == -1 else num_threads
         try:

@@ -79,12 +79,14 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
                       input_hz: float, output_hz: float, received: int,
                       dropped: int, backend_note: str = "", state: str = "",
                       input_qos: str = "-",
-                      depth_scale: tuple[dict[str, str], str] = ({}, "")) -> DiagnosticArray:
+                      depth_scale: tuple[dict[str, str], str] = ({}, ""),
+                      backend_details: dict[str, str] | None = None) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
     nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
     node by. ``state``, when given, is the lifecycle state and leads the message.
 
-    ``depth_scale``: the depth's unit and scale (values) and a warning while there is none.
+    ``depth_scale``: the depth's unit and scale (values) and a warning while there is none;
+    ``backend_details`` (e.g. the GPU adapter) follow the backend's keys.
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     level, message = health(stats, frame_ms, backend_note, depth_scale[1])
@@ -94,6 +96,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
     values = {
         "backend": backend,
         "backend note": backend_note or "-",
+        **(backend_details or {}),  # the GPU adapter, when on the GPU
         "model kind": model_kind,
         "input size -> model size": f"{size} -> {model_size}",
         "fit": fit,

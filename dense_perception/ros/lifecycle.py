@@ -66,4 +66,4 @@ class LifecycleDensePerceptionNode(ParameterHandling, LifecycleNode):
     def stop(self) -> None:
         """Stop the workers (does not wait for an inference in progress to end)."""
         if self.perception is not None:
-            self.perception.stages.stop()
+            self.perception.stop()

@@ -39,7 +39,7 @@ class DensePerceptionNode(ParameterHandling, Node):
     def stop(self) -> None:
         """Stop the workers (does not wait for an inference in progress to end)."""
         if self.perception is not None:
-            self.perception.stages.stop()
+            self.perception.stop()
 
 
 def wants_lifecycle(context: rclpy.Context) -> bool:

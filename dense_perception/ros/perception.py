@@ -30,6 +30,7 @@ from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_m
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS
+from ..core.gpu_runner import gpu_details
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
 from ..core.products import request_for
 from ..core.runner import ModelLoadError, resolve_model_path
@@ -72,7 +73,8 @@ class Perception:
         try:
             self.pipeline: DensePipeline = load_pipeline(
                 model_path, values["model_type"], values["backend"], values["num_threads"],
-                pipeline_config(values), log=node.get_logger().info)
+                pipeline_config(values), log=node.get_logger().info,
+                gpu_precision=values["gpu_precision"], warn=node.get_logger().warning)
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
@@ -129,10 +131,18 @@ class Perception:
         self.active = False
         self.on_graph_change()
 
+    def stop(self) -> None:
+        """Stop the workers and the GPU worker process, if any (an inference in progress is
+        not waited for)."""
+        self.stages.stop()
+        close = getattr(self.pipeline.runner, "close", None) if self.pipeline else None
+        if close is not None:
+            close()
+
     def close(self) -> None:
         """Stop the workers and free everything, the model included."""
         self.deactivate()
-        self.stages.stop()
+        self.stop()
         self.watch.close()
         self.outputs.close()
         self._node.destroy_timer(self._diag_timer)
@@ -258,7 +268,8 @@ class Perception:
             output_hz=self.out_rate.rate(), received=self.in_rate.total,
             dropped=self.frames_dropped,
             backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
-            input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values)))
+            input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values),
+            backend_details=gpu_details(pipeline.runner)))
 
     def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""

@@ -1,0 +1,95 @@
+"""The GPU worker process behind :class:`~.gpu_runner.GpuProcessRunner` (one model each).
+
+Protocol: one JSON request per line on stdin, one JSON reply per line on the original stdout
+(fd 1 itself is pointed at stderr, because LiteRT prints some of its log on stdout).
+
+1. ``{"model": path, "precision": "fp16"|"fp32"}`` -> ``{"ok", "error", "log", "inputs",
+   "outputs", "fully_accelerated"}``; ``log`` is LiteRT's native log while compiling.
+2. ``{"shared": file, "offsets": [...]}`` -> ``{"ok"}``: the input, then the outputs, as float32
+   at those byte offsets of the shared file.
+3. ``{"run": true}`` -> ``{"ok", "ms"}``: inference on the shared input, outputs written there.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from .native_log import capture_native_stderr
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__
+
+
+def serve(requests, reply) -> int:
+    """Answer requests until stdin closes."""
+    from .runner import CompiledModelRunner
+
+    def send(message: dict[str, Any]) -> None:
+        reply.write(json.dumps(message) + "\n")
+        reply.flush()
+
+    first = json.loads(requests.readline() or "{}")
+    runner = None
+    error = ""
+    with capture_native_stderr() as log:
+        try:
+            runner = CompiledModelRunner(first["model"], "gpu",
+                                         gpu_precision=first.get("precision", "fp16"))
+        except (RuntimeError, ValueError) as exc:
+            error = _one_line(exc)
+    if runner is None:
+        send({"ok": False, "error": error, "log": log.text})
+        return 1
+    send({"ok": True, "error": "", "log": log.text, "inputs": runner.input_shapes,
+          "outputs": runner.output_shapes, "fully_accelerated": runner.fully_accelerated})
+    shapes = [runner.input_shapes[0], *runner.output_shapes]
+    views: list[np.ndarray] = []
+    for line in requests:
+        request = json.loads(line)
+        if "shared" in request:
+            try:
+                with open(request["shared"], "r+b") as f:
+                    shared = mmap.mmap(f.fileno(), 0)
+                views = [np.frombuffer(shared, np.float32, int(np.prod(shape)), offset)
+                         .reshape(shape) for shape, offset in zip(shapes, request["offsets"])]
+                send({"ok": True})
+            except (OSError, ValueError) as exc:
+                send({"ok": False, "error": _one_line(exc)})
+        elif request.get("run"):
+            start = time.perf_counter()
+            try:
+                runner.run_into(views[0], views[1:])
+                send({"ok": True, "ms": (time.perf_counter() - start) * 1000.0})
+            except (RuntimeError, ValueError, IndexError) as exc:
+                error = _one_line(exc)
+                if "Failed to lock" in error:
+                    # LiteRT's WebGPU accelerator waits at most 120 s for the GPU, then leaves
+                    # the output buffer unusable (seen: lavapipe, DA3-Small, ~125 CPU-s).
+                    error = (f"the GPU did not finish within LiteRT's wait (run took "
+                             f"{time.perf_counter() - start:.0f} s; LiteRT gives up after "
+                             f"120 s): this adapter is too slow for this model ({error})")
+                send({"ok": False, "error": error})
+    return 0
+
+
+def main() -> int:
+    """Entry point: ``python -m dense_perception.core.gpu_worker`` (started by the runner)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (stdin EOF)
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return serve(sys.stdin, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
