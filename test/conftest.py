@@ -1,6 +1,7 @@
 """Shared fixtures: the bundled test models and their reference functions."""
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,21 @@ def pytest_configure(config):
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if "DENSE_PERCEPTION_KEEP_DOMAIN" not in os.environ:
         os.environ["ROS_DOMAIN_ID"] = str(110 + os.getpid() % 100)
+
+
+def run_cli(argv, capsys, **kwargs):
+    """``dense-perception ARGV`` in this process: (exit status, stdout, stderr)."""
+    from dense_perception.offline import cli
+    code = cli.main([str(a) for a in argv], **kwargs)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def copy_ignore():
+    """Skip what .gitignore lists (venvs, build/, install/, caches, outputs) and .git."""
+    patterns = [".git"]
+    for line in (REPO / ".gitignore").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            patterns.append(line.rstrip("/"))
+    return shutil.ignore_patterns(*patterns)

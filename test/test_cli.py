@@ -33,10 +33,7 @@ from bag_maker import (COLOURS, H, STAMP0, T, W, frame_of, header,  # noqa: E402
                        da3_depth, write_bag)
 
 
-def run(argv, capsys, **kwargs):
-    code = cli.main([str(a) for a in argv], **kwargs)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from conftest import run_cli as run  # noqa: E402
 
 
 # ---- bags ---------------------------------------------------------------------------------------

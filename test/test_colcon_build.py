@@ -12,19 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import copy_ignore
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "dense_perception"
 BUILD_TIMEOUT = 120  # seconds; a build takes a few seconds
-
-
-def _copy_ignore():
-    """Skip what .gitignore lists (venvs, build/, install/, caches, outputs) and .git."""
-    patterns = [".git"]
-    for line in (REPO / ".gitignore").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            patterns.append(line.rstrip("/"))
-    return shutil.ignore_patterns(*patterns)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +25,7 @@ def install_prefix(tmp_path_factory) -> Path:
     if importlib.util.find_spec("colcon_core") is None:
         pytest.skip("colcon is not installed (pip install colcon-common-extensions)")
     ws = tmp_path_factory.mktemp("colcon_ws")
-    shutil.copytree(REPO, ws / "src" / PACKAGE, ignore=_copy_ignore())
+    shutil.copytree(REPO, ws / "src" / PACKAGE, ignore=copy_ignore())
     command = [sys.executable, "-m", "colcon", "--log-base", str(ws / "log"), "build",
                "--base-paths", str(ws / "src"), "--build-base", str(ws / "build"),
                "--install-base", str(ws / "install"), "--event-handlers", "console_direct+"]

@@ -221,7 +221,7 @@ def test_node_on_gpu_publishes_names_the_adapter_and_stays_responsive(adapter, m
     pytest.importorskip("rclpy")
     from rcl_interfaces.srv import GetParameters
     from ros_harness import Harness, camera_info
-    from test_pipeline import camera_colour_at_published, gradient_frame, tips_depth_of
+    from model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
     from dense_perception.core.fit import make_fit_plan
     from dense_perception.core.pipeline import DensePipeline
     from dense_perception.core.conversions import image_msg_to_array

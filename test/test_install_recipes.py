@@ -25,8 +25,8 @@ from conftest import REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
-from test_cli import COLOURS, read_bag, tips_depth, write_bag  # noqa: E402
-from test_colcon_build import _copy_ignore  # noqa: E402
+from bag_maker import COLOURS, read_bag, tips_depth, write_bag  # noqa: E402
+from conftest import copy_ignore  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
 
@@ -82,7 +82,7 @@ def test_offline_section_from_a_fresh_clone(tmp_path):
     lines = readme_block("Offline processing")
     assert any("pip install ." in line for line in lines), lines
     clone = tmp_path / "dense_perception"
-    shutil.copytree(REPO, clone, ignore=_copy_ignore())
+    shutil.copytree(REPO, clone, ignore=copy_ignore())
     bag = write_bag(tmp_path / "run42", "mcap", frames=3)
     home = tmp_path / "home"
     home.mkdir()
@@ -120,7 +120,7 @@ def test_robot_recipe_on_debian_python(tmp_path):
     assert refused.returncode != 0 and "externally-managed-environment" in refused.stderr
 
     ws = tmp_path / "ros2_ws"
-    shutil.copytree(REPO, ws / "src" / "dense_perception", ignore=_copy_ignore())
+    shutil.copytree(REPO, ws / "src" / "dense_perception", ignore=copy_ignore())
     # The README's lines from the venv to the build (no ROS here: no sourcing, no rosdep).
     lines = readme_block("Running on a robot")
     start = next(i for i, line in enumerate(lines) if "venv --system-site-packages" in line)

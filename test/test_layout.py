@@ -82,3 +82,14 @@ def test_tools_and_tests_are_not_installed():
     assert not [p for p in packages if p.split(".")[0] in ("tools", "test")]
     setup_py = (REPO / "setup.py").read_text()
     assert '"tools"' in setup_py and '"test"' in setup_py  # setup.py excludes both
+
+
+def test_tests_share_helpers_through_helper_modules_not_other_tests():
+    """Shared test code lives in conftest.py or a helper module, never in another test file."""
+    offenders = []
+    for path in (REPO / "test").glob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            offenders += [f"{path.name}: {m}" for m in mods if m.split(".")[0].startswith("test_")]
+    assert offenders == []

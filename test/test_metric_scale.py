@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tools.metric_scene import HEIGHT, WIDTH, Scene, da3_output_of, paint
+from tools.metric_scene import (FORWARD, HEIGHT, PITCHED_WITH_BOX, WIDTH, Scene, da3_output_of,
+                                paint, sparse_reference)
 from dense_perception.core.fit import make_fit_plan
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,
@@ -14,8 +15,6 @@ from dense_perception.core.metric_scale import (DepthScaler, ScaleConfig, ScaleF
                                                 reference_to_metres, relative_output_problem,
                                                 scale_diagnostics)
 
-FORWARD = Scene(height=1.2, pitch_deg=0.0, wall=3.0)
-PITCHED_WITH_BOX = Scene(height=0.6, pitch_deg=20.0, wall=1.6, box=(-0.3, 0.1, 0.8, 1.0, 0.2))
 
 
 def intrinsics(scene):
@@ -75,17 +74,6 @@ def test_fit_ground_plane_on_exact_points():
     normal, d, inliers = fit_ground_plane(pts)
     assert d == pytest.approx(0.8, rel=1e-6) and np.dot(normal, n) == pytest.approx(1.0, abs=1e-9)
     assert inliers.all()
-
-
-def sparse_reference(z, fraction, outliers, rng, shape=None):
-    """Metric depth at ``fraction`` of the pixels, ``outliers`` of them replaced by junk."""
-    ref = np.full(z.shape, np.nan, np.float32)
-    idx = rng.choice(z.size, int(fraction * z.size), replace=False)
-    values = z.ravel()[idx].copy()
-    bad = rng.random(len(idx)) < outliers
-    values[bad] = rng.uniform(0.2, 10.0, bad.sum())
-    ref.ravel()[idx] = values
-    return ref, bad.mean()
 
 
 @pytest.mark.parametrize("s", [0.4, 2.5])

@@ -14,7 +14,7 @@ pytest.importorskip("rclpy")
 from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
 from ros_harness import Harness, camera_info  # noqa: E402
 from tools.metric_scene import HEIGHT, WIDTH, Scene, paint  # noqa: E402
-from test_metric_scale import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
+from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402

@@ -115,3 +115,19 @@ class Scene:
         if low > high:
             raise ValueError("scene depth range is wider than the test model can paint")
         return low, high
+
+
+# The scenes of the metric-scale tests: a level camera facing a wall, and a pitched one with a box.
+FORWARD = Scene(height=1.2, pitch_deg=0.0, wall=3.0)
+PITCHED_WITH_BOX = Scene(height=0.6, pitch_deg=20.0, wall=1.6, box=(-0.3, 0.1, 0.8, 1.0, 0.2))
+
+
+def sparse_reference(z, fraction, outliers, rng, shape=None):
+    """Metric depth at ``fraction`` of the pixels, ``outliers`` of them replaced by junk."""
+    ref = np.full(z.shape, np.nan, np.float32)
+    idx = rng.choice(z.size, int(fraction * z.size), replace=False)
+    values = z.ravel()[idx].copy()
+    bad = rng.random(len(idx)) < outliers
+    values[bad] = rng.uniform(0.2, 10.0, bad.sum())
+    ref.ravel()[idx] = values
+    return ref, bad.mean()
