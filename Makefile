@@ -157,10 +157,11 @@ test-export: torch-env
 	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3.py
 
 # Many bags on Ray (process --ray): Ray lives in its own venv so that `make test` stays light.
-$(VENV_FLEET)/.ready: requirements.txt requirements-fleet.txt
+$(VENV_FLEET)/.ready: requirements.txt requirements-test.txt requirements-fleet.txt constraints.txt
 	@$(ENSURE_VENV)
 	@echo "setup: venv with Ray (requirements-fleet.txt) in $(VENV_FLEET)"
-	$(PYTHON) -m venv $(VENV_FLEET) && $(VENV_FLEET)/bin/pip install -q -r requirements.txt -r requirements-fleet.txt
+	$(PYTHON) -m venv $(VENV_FLEET) && $(VENV_FLEET)/bin/pip install -q $(PIP_LOCK) \
+	  -r requirements-test.txt -r requirements-fleet.txt -e .
 	@touch $@
 
 # A local 2-CPU Ray cluster over small bags (the same set without Ray runs in `make test`).

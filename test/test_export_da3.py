@@ -199,7 +199,8 @@ def test_pipeline_runs_the_export_with_zero_crop(exported):
 
     result, width, height, (cam_w, cam_h), _ = exported
     pipe = load_pipeline(str(result.path), backend="cpu",
-                         config=PipelineConfig(fit="crop"), log=lambda _: None)
+                         config=PipelineConfig(fit="crop", depth_scale_source="fixed"),
+                         log=lambda _: None)  # points need metric depth: the scale is asserted
     assert pipe.spec.kind == "da3"
     assert (pipe.spec.input_width, pipe.spec.input_height) == (width, height)
     plan = pipe.plan_for(cam_w, cam_h)

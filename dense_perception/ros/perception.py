@@ -259,6 +259,10 @@ class Perception:
             values, pipeline = self.values, self.pipeline
         if pipeline is None:
             return
+        # A backstop for the matched events: one can be handled before the middleware's
+        # subscription count has caught up, and then no later event corrects the camera
+        # subscription. Looking again every diagnostics period bounds that to one period.
+        self.on_graph_change()
         self._diag_pub.publish(build_diagnostics(
             name=self._node.get_fully_qualified_name(),
             stamp=self._node.get_clock().now().to_msg(),
