@@ -63,7 +63,7 @@ test: setup $(VENV14)/.ready
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
 torch-env: setup
-	$(PY) -c "from dense_perception.export.export_da3 import ensure_torch_env; ensure_torch_env()"
+	$(PY) -c "from dense_perception.export.torch_env import ensure_torch_env; ensure_torch_env()"
 
 # Speed, side by side in one run, on DA3-class and TIPSv2-class models built here.
 bench: torch-env
