@@ -156,6 +156,15 @@ def test_subcommand_registers_on_subparsers():
 def test_default_out_name():
     assert S.default_out(896, 504, False, False) == "da3_small_896x504.tflite"
     assert S.default_out(672, 504, True, True) == "da3_small_672x504_gpu_fp16.tflite"
+    assert S.default_out(644, 364, False, False, int8=True) == "da3_small_644x364_int8.tflite"
+
+
+def test_int8_weights_option():
+    args = parse(["--random-weights", "--size", "644x364", "--int8"])
+    assert args.int8 and not args.fp16
+    assert vars(parse(E.argv_from_args(args))) == vars(args)
+    with pytest.raises(SystemExit):
+        parse(["--random-weights", "--size", "644x364", "--int8", "--fp16"])
 
 
 # ---- the export itself (torch environment) ----------------------------------------------------

@@ -236,7 +236,7 @@ def camera_intrinsics_problem(k: Intrinsics | None, width: int, height: int) -> 
 
 def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "auto",
                   num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
-                  log=print) -> DensePipeline:
+                  log=print, cpu_precision: str = "auto") -> DensePipeline:
     """Check the configuration, load the model, detect its kind and build the pipeline.
 
     Raises ValueError (bad configuration), ModelLoadError (file or backend) or
@@ -251,5 +251,6 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
     signature = check_model_file(model_path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
                              source=f"model file '{model_path}'")
-    runner = open_runner(model_path, backend, num_threads, log=log, warmup=True)
+    runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
+                         cpu_precision=cpu_precision)
     return DensePipeline(runner, spec, config)

@@ -44,6 +44,32 @@ def to_fp16_weights(model_bytes: bytes) -> bytes:
     return bytes(translate_recipe.quantize_model(model_bytes, recipe))
 
 
+def to_int8_dynamic(model_bytes: bytes) -> bytes:
+    """Dynamic-range int8 weights (per-channel, min-max; activations stay float and are
+    quantised on the fly by the kernels): litert-torch's ``full_dynamic_recipe``, run on the
+    already converted graph. A quarter of the fp32 size; XNNPACK runs the int8 matmuls."""
+    from litert_torch.generative.quantize import quant_recipes
+    from litert_torch.quantize import translate_recipe
+
+    recipe = translate_recipe.translate_to_ai_edge_recipe(
+        quant_recipes.full_dynamic_recipe().generative_recipe)
+    return bytes(translate_recipe.quantize_model(model_bytes, recipe))
+
+
+WEIGHT_DTYPES = ("fp32", "fp16", "int8")
+
+
+def with_weights(model_bytes: bytes, dtype: str) -> bytes:
+    """The fp32-weight flatbuffer with ``dtype`` weights ('fp32' | 'fp16' | 'int8')."""
+    if dtype == "fp16":
+        return to_fp16_weights(model_bytes)
+    if dtype == "int8":
+        return to_int8_dynamic(model_bytes)
+    if dtype == "fp32":
+        return model_bytes
+    raise ValueError(f"weights '{dtype}' unknown; allowed: {', '.join(WEIGHT_DTYPES)}")
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write under a temporary name, then rename: no truncated model on interruption."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +110,7 @@ def op_histogram(model_bytes: bytes) -> dict[str, Any]:
     names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
     model = fb.Model.GetRootAs(model_bytes, 0)
     hist: dict[str, int] = {}
-    max_rank, fp16 = 0, 0
+    max_rank, fp16, int8 = 0, 0, 0
     for s in range(model.SubgraphsLength()):
         graph = model.Subgraphs(s)
         for i in range(graph.OperatorsLength()):
@@ -98,7 +124,8 @@ def op_histogram(model_bytes: bytes) -> dict[str, Any]:
             tensor = graph.Tensors(t)
             max_rank = max(max_rank, tensor.ShapeLength())
             fp16 += tensor.Type() == fb.TensorType.FLOAT16
+            int8 += tensor.Type() == fb.TensorType.INT8
     hist = dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
     return {"histogram": hist, "total": sum(hist.values()), "max_tensor_rank": max_rank,
-            "fp16_tensors": fp16,
+            "fp16_tensors": fp16, "int8_tensors": int8,
             "gpu_unfriendly": {k: hist.get(k, 0) for k in GPU_UNFRIENDLY_OPS}}

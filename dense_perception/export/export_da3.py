@@ -2,7 +2,7 @@
 
     dense-perception export-da3 (--checkpoint PATH_OR_DIR | --random-weights [--seed N])
         (--size WxH | --camera-info-yaml FILE | --aspect 16:9) [--long-side 896]
-        [--gpu-clean] [--fp16] [--out da3_small_WxH.tflite]
+        [--gpu-clean] [--fp16 | --int8] [--out da3_small_WxH.tflite]
 
 Builds Depth Anything 3 Small with the official architecture (the ``depth-anything-3``
 package, config ``da3-small``), loads the published checkpoint (a ``model.safetensors`` file
@@ -52,11 +52,13 @@ class ExportResult:
 
 def export_da3(width: int, height: int, out: str | os.PathLike, *,
                checkpoint: str | None = None, seed: int = 0, gpu_clean: bool = False,
-               fp16: bool = False, fidelity: bool = True, log=print) -> ExportResult:
+               fp16: bool = False, int8: bool = False, fidelity: bool = True,
+               log=print) -> ExportResult:
     """Build, convert, check and write DA3-Small at ``width`` x ``height`` (needs torch)."""
     import torch
 
-    from .convert import convert, litert_signature, op_histogram, to_fp16_weights, write_atomic
+    from .convert import (convert, litert_signature, op_histogram, to_fp16_weights,
+                          to_int8_dynamic, write_atomic)
     from .fidelity import fidelity_inputs, measure_fidelity
     from .graph import CPU_REWRITES, GPU_REWRITES, build_export_model
 
@@ -77,7 +79,9 @@ def export_da3(width: int, height: int, out: str | os.PathLike, *,
     t0 = time.perf_counter()
     fp16_bytes = to_fp16_weights(fp32_bytes)
     timing["fp16_weights"] = time.perf_counter() - t0
-    data = fp16_bytes if fp16 else fp32_bytes
+    int8_bytes = to_int8_dynamic(fp32_bytes) if int8 else None
+    data = int8_bytes if int8 else fp16_bytes if fp16 else fp32_bytes
+    dtype = "int8" if int8 else "fp16" if fp16 else "fp32"
     inputs, outputs = litert_signature(data)
     expected_in, expected_out = [[1, 3, height, width]], [[1, 1, height, width]]
     if inputs != expected_in or outputs != expected_out:
@@ -86,7 +90,7 @@ def export_da3(width: int, height: int, out: str | os.PathLike, *,
     write_atomic(out, data)
     report: dict[str, Any] = {
         "file": str(out), "size_bytes": len(data), "size_mb": len(data) / 1e6,
-        "model": MODEL_NAME, "weights": weights, "weights_dtype": "fp16" if fp16 else "fp32",
+        "model": MODEL_NAME, "weights": weights, "weights_dtype": dtype,
         "input_shape": inputs[0], "output_shape": outputs[0],
         "input": "RGB, NCHW, float32, (x/255 - mean) / std with ImageNet mean/std",
         "gpu_clean": gpu_clean,
@@ -95,9 +99,10 @@ def export_da3(width: int, height: int, out: str | os.PathLike, *,
     }
     if fidelity:
         t0 = time.perf_counter()
-        log(f"{PROG}: measuring fidelity (official PyTorch vs LiteRT fp32 / fp16)")
+        log(f"{PROG}: measuring fidelity (official PyTorch vs LiteRT fp32 / fp16"
+            f"{' / int8' if int8 else ''})")
         report["fidelity"] = measure_fidelity(official, model, fp32_bytes, fp16_bytes,
-                                              width, height, seed)
+                                              width, height, seed, int8_bytes=int8_bytes)
         timing["fidelity"] = time.perf_counter() - t0
     report["timing_s"] = timing
     report_path = out.with_name(out.name + ".report.json")
@@ -129,10 +134,14 @@ def add_export_da3_arguments(parser: argparse.ArgumentParser) -> argparse.Argume
                         help="also apply the mobile-GPU rewrites of the model card (fused-QKV "
                         "split, LayerScale fold, ConvTranspose as zero-stuff + conv, "
                         "align_corners=False - the last one is not exact)")
-    parser.add_argument("--fp16", action="store_true",
-                        help="write fp16 weights (float32 I/O), like the published file")
+    precision = parser.add_mutually_exclusive_group()
+    precision.add_argument("--fp16", action="store_true",
+                           help="write fp16 weights (float32 I/O), like the published file")
+    precision.add_argument("--int8", action="store_true",
+                           help="write dynamic-range int8 weights (float32 I/O, activations "
+                           "quantised on the fly): a quarter of the fp32 size, faster on CPUs")
     parser.add_argument("--out", "-o", help="output .tflite (default: da3_small_WxH[_gpu]"
-                        "[_fp16].tflite); the report goes to <out>.report.json")
+                        "[_fp16|_int8].tflite); the report goes to <out>.report.json")
     parser.add_argument("--no-fidelity", action="store_true",
                         help="skip the fidelity measurement (faster)")
     parser.set_defaults(func=run_export_da3)
@@ -165,6 +174,7 @@ def argv_from_args(args: argparse.Namespace) -> list[str]:
         argv += ["--aspect", repr(args.aspect)]
     argv += ["--long-side", str(args.long_side)]
     argv += [flag for flag, on in (("--gpu-clean", args.gpu_clean), ("--fp16", args.fp16),
+                                   ("--int8", args.int8),
                                    ("--no-fidelity", args.no_fidelity)) if on]
     if args.out:
         argv += ["--out", str(Path(args.out).resolve())]
@@ -175,13 +185,13 @@ def run_export_da3(args: argparse.Namespace) -> int:
     """The ``export-da3`` command; returns the exit status (errors: one line, status 2)."""
     try:
         width, height = resolve_size(args)
-        out = args.out or default_out(width, height, args.gpu_clean, args.fp16)
+        out = args.out or default_out(width, height, args.gpu_clean, args.fp16, args.int8)
         if torch_env_problem():
             if not args.out:
                 args.out = str(Path(out).resolve())
             return run_in_torch_env(argv_from_args(args))
         result = export_da3(width, height, out, checkpoint=args.checkpoint, seed=args.seed,
-                            gpu_clean=args.gpu_clean, fp16=args.fp16,
+                            gpu_clean=args.gpu_clean, fp16=args.fp16, int8=args.int8,
                             fidelity=not args.no_fidelity)
     except (ExportError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

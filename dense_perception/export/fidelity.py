@@ -69,16 +69,17 @@ def _summarise(pairs: list[dict[str, float]], names: Sequence[str]) -> dict[str,
 
 
 def measure_fidelity(official: "nn.Module", model: "nn.Module", fp32_bytes: bytes,
-                     fp16_bytes: bytes, width: int, height: int, seed: int = 0
-                     ) -> dict[str, Any]:
-    """LiteRT (fp32 and fp16 weights) and the rewritten torch graph vs the official model."""
+                     fp16_bytes: bytes, width: int, height: int, seed: int = 0,
+                     int8_bytes: bytes | None = None) -> dict[str, Any]:
+    """LiteRT (fp32, fp16 and, when given, int8 weights) and the rewritten torch graph vs the
+    official model."""
     inputs = fidelity_inputs(width, height, seed)
     names, xs = list(inputs), list(inputs.values())
     ref = torch_outputs(official, xs)
     rewritten = torch_outputs(model, xs)
     lite32 = run_litert(fp32_bytes, xs)
     lite16 = run_litert(fp16_bytes, xs)
-    return {
+    report = {
         "reference": "official DepthAnything3Net.forward (PyTorch, fp32), depth of one view",
         "inputs": names,
         "reference_range": [float(min(r.min() for r in ref)), float(max(r.max() for r in ref))],
@@ -89,6 +90,11 @@ def measure_fidelity(official: "nn.Module", model: "nn.Module", fp32_bytes: byte
                                                 zip(rewritten, lite32)], names),
         "fp32_vs_fp16": _summarise([compare(a, b) for a, b in zip(lite32, lite16)], names),
     }
+    if int8_bytes is not None:
+        lite8 = run_litert(int8_bytes, xs)
+        report["litert_int8"] = _summarise([compare(r, o) for r, o in zip(ref, lite8)], names)
+        report["fp32_vs_int8"] = _summarise([compare(a, b) for a, b in zip(lite32, lite8)], names)
+    return report
 
 
 FIDELITY_LINES = (
@@ -97,6 +103,8 @@ FIDELITY_LINES = (
     ("litert_fp16", "LiteRT fp16 weights vs official"),
     ("litert_fp32_vs_rewritten", "LiteRT fp32 vs rewritten (conversion)"),
     ("fp32_vs_fp16", "LiteRT fp32 vs fp16 weights"),
+    ("litert_int8", "LiteRT int8 weights vs official"),
+    ("fp32_vs_int8", "LiteRT fp32 vs int8 weights"),
 )
 
 
@@ -110,7 +118,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"fidelity vs {fid['reference']} on {len(fid['inputs'])} inputs "
                      f"({', '.join(fid['inputs'])}); depth range {fid['reference_range'][0]:.4g}"
                      f"..{fid['reference_range'][1]:.4g}:")
-        for key, label in FIDELITY_LINES:
+        for key, label in ((k, v) for k, v in FIDELITY_LINES if k in fid):
             lines.append(f"  {label:<38} corr {fid[key]['corr_min']:.6f} (min)   "
                          f"max abs diff {fid[key]['max_abs_diff']:.3g}")
     ops = report["ops"]

@@ -90,8 +90,8 @@ def resolve_size(args: argparse.Namespace) -> tuple[int, int]:
     return size_for_aspect(args.aspect, args.long_side)
 
 
-def default_out(width: int, height: int, gpu_clean: bool, fp16: bool) -> str:
-    """``da3_small_896x504[_gpu][_fp16].tflite``."""
-    suffix = ("_gpu" if gpu_clean else "") + ("_fp16" if fp16 else "")
+def default_out(width: int, height: int, gpu_clean: bool, fp16: bool, int8: bool = False) -> str:
+    """``da3_small_896x504[_gpu][_fp16|_int8].tflite``."""
+    suffix = ("_gpu" if gpu_clean else "") + ("_fp16" if fp16 else "") + ("_int8" if int8 else "")
     return f"da3_small_{width}x{height}{suffix}.tflite"
 

@@ -97,7 +97,8 @@ class DensePerceptionNode(Node):
         try:
             self._pipeline: DensePipeline = load_pipeline(
                 model_path, values["model_type"], values["backend"], values["num_threads"],
-                self._pipeline_config(values), log=self.get_logger().info)
+                self._pipeline_config(values), log=self.get_logger().info,
+                cpu_precision=values["cpu_precision"])
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
