@@ -24,7 +24,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-export test-arm64 torch-env demo bench bench-pi soak models clean
+.PHONY: setup test test-export test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
 
 setup: $(VENV)/.ready
 
@@ -68,6 +68,19 @@ bench: torch-env
 	$(VENV_TORCH)/bin/python -m tools.bench_models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m tools.bench --models $(BENCH_MODELS)
+	$(MAKE) --no-print-directory bench-menu bench-pi
+
+# The DA3 export menu for CPUs (input 896/644/518, fp16/int8 weights, random weights) next to
+# the published file's graph; bench-pi times and compares them (LiteRT only: run it on a Pi 5
+# after copying $(BENCH_MODELS)/menu there; it adds fp16-arithmetic rows on such CPUs).
+bench-menu: torch-env
+	$(VENV_TORCH)/bin/python -m tools.export_menu build --out $(BENCH_MODELS)/menu
+
+# (no ROS needed: on a Pi without ROS 2 it makes .venv from requirements.txt alone)
+bench-pi:
+	@[ -x $(PY) ] || { $(ENSURE_VENV); $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -r requirements.txt; }
+	@mkdir -p bench_out
+	$(PY) -m tools.export_menu measure --models $(BENCH_MODELS)/menu --json bench_out/export_menu.json
 
 # DA3-Small exported at two aspects with random weights, fidelity vs PyTorch (a few minutes).
 test-export: torch-env

@@ -66,8 +66,8 @@ def test_emulated_cpu_reports_native_fp16():
 @arm_only
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name, min_corr", [
-    ("da3_export_280x168_fp16.tflite", 0.999),
-    ("tipsv2_class_224_fp16.tflite", 0.999),
+    ("da3_export_70x56_fp16.tflite", 0.999),
+    ("tipsv2_class_56_fp16.tflite", 0.999),
 ])
 def test_fp16_agrees_with_fp32(name, min_corr):
     path = MODELS / name
@@ -96,7 +96,7 @@ def test_fp16_agrees_with_fp32(name, min_corr):
 @arm_only
 @pytest.mark.timeout(900)
 def test_auto_picks_fp16_after_its_fidelity_check():
-    path = MODELS / "da3_export_280x168_fp16.tflite"
+    path = MODELS / "da3_export_70x56_fp16.tflite"
     if not path.exists():
         pytest.fail(f"{path} is missing: make test-arm64 builds it")
     runner = open_runner(str(path), "cpu", 2, log=lambda _: None, cpu_precision="auto")

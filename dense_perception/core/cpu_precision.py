@@ -120,10 +120,11 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
         return runner
     try:
         fp16 = CompiledModelRunner(model_path, accelerator="cpu", num_threads=threads,
-                                   xnnpack_flags=FP16_XNNPACK_FLAGS)
+                                   cpu_options={"xnnpack_flags": FP16_XNNPACK_FLAGS})
     except RuntimeError as exc:
         runner = InterpreterRunner(model_path, threads)
-        runner.description += f", fp32: XNNPACK fp16 did not initialise ({exc})"
+        reason = " ".join(str(exc).split())[:160]  # LiteRT's message spans lines
+        runner.description += f", fp32: XNNPACK fp16 did not initialise ({reason})"
         return runner
     fp16.description = f"cpu (XNNPACK CompiledModel, {threads} threads, fp16 arithmetic)"
     if precision == "fp16":

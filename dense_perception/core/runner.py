@@ -93,7 +93,7 @@ class CompiledModelRunner:
     (which lets tests exercise this code path on machines without a GPU)."""
 
     def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1,
-                 weight_cache: str | None = None, xnnpack_flags: int | None = None) -> None:
+                 weight_cache: str | None = None, cpu_options: dict | None = None) -> None:
         from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
 
         if not hasattr(cm, "Options"):
@@ -104,7 +104,8 @@ class CompiledModelRunner:
         else:
             # The XNNPACK weight cache (a file) makes later loads skip weight packing. It must
             # belong to this exact model: a stale one silently gives another model's results.
-            cpu = cm.CpuOptions(num_threads=num_threads, xnnpack_flags=xnnpack_flags, **(
+            # cpu_options: further CpuOptions fields (xnnpack_flags, enable_ynnpack, kernel_mode).
+            cpu = cm.CpuOptions(num_threads=num_threads, **(cpu_options or {}), **(
                 {"xnnpack_weight_cache_path": weight_cache} if weight_cache else {}))
             options = cm.Options(cm.HardwareAccelerator.CPU, cpu_options=cpu)
         self.backend = accelerator

@@ -1,11 +1,12 @@
 """Models for the fp16-vs-fp32 agreement test of ``make test-arm64`` (run in ``.venv-bench``).
 
-Real architectures at small sizes, so that emulated aarch64 inference takes seconds:
+Real architectures at tiny input sizes: emulated aarch64 XNNPACK (qemu TCG, fp16 in softfloat)
+is very slow here: the test on DA3 at 280x168 did not finish in 20 minutes.
 
-* ``da3_export_280x168_fp16.tflite``: DA3-Small from ``export-da3`` (official architecture,
-  random weights, seed 0, CPU rewrites, fp16 weights) at 280x168;
-* ``tipsv2_class_224_fp16.tflite``: the TIPSv2-B/14-DPT class of ``tools/bench_models`` (ViT-B
-  width: dim 768, 12 heads, 1 register, tanh-GELU; three DPT heads with readout) at 224x224
+* ``da3_export_70x56_fp16.tflite``: DA3-Small from ``export-da3`` (official architecture,
+  random weights, seed 0, CPU rewrites, fp16 weights) at 70x56 (5x4 patches);
+* ``tipsv2_class_56_fp16.tflite``: the TIPSv2-B/14-DPT class of ``tools/bench_models`` (ViT-B
+  width: dim 768, 12 heads, 1 register, tanh-GELU; three DPT heads with readout) at 56x56
   with 4 of its 12 blocks (every block tapped), fp16 weights: depth, normals, segmentation.
 
 Random weights: the outputs mean nothing, the arithmetic is what is compared. Files are
@@ -21,8 +22,8 @@ import hashlib
 import sys
 from pathlib import Path
 
-DA3_FILE = "da3_export_280x168_fp16.tflite"
-TIPS_FILE = "tipsv2_class_224_fp16.tflite"
+DA3_FILE = "da3_export_70x56_fp16.tflite"
+TIPS_FILE = "tipsv2_class_56_fp16.tflite"
 
 
 def fingerprint() -> str:
@@ -36,13 +37,13 @@ def fingerprint() -> str:
 
 
 def build_tips_small():
-    """TIPSv2-class graph at 224x224 with 4 blocks (the real widths and heads)."""
+    """TIPSv2-class graph at 56x56 with 4 blocks (the real widths and heads)."""
     import torch
 
     from tools import bench_models as B
 
     torch.manual_seed(B.SEED)
-    vit = B.ViTConfig(image_hw=(224, 224), dim=768, heads=12, registers=1, tanh_gelu=True,
+    vit = B.ViTConfig(image_hw=(56, 56), dim=768, heads=12, registers=1, tanh_gelu=True,
                       depth=4, taps=(0, 1, 2, 3))
     dpt = B.DPTConfig(features=256, out_channels=(96, 192, 384, 768), readout=True)
     return B._finish(B._nn().TIPSv2Class(vit, dpt))  # noqa: SLF001 - same package's builder
@@ -64,9 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     from dense_perception.export.export_da3 import export_da3
     from tools import bench_models as B
 
-    export_da3(280, 168, out / DA3_FILE, seed=0, fp16=True, fidelity=False)
+    export_da3(70, 56, out / DA3_FILE, seed=0, fp16=True, fidelity=False)
     model = build_tips_small()
-    B.export(model, B.sample_input((1, 3, 224, 224)), out / TIPS_FILE, fp16=True)
+    B.export(model, B.sample_input((1, 3, 56, 56)), out / TIPS_FILE, fp16=True)
     stamp.write_text(want + "\n")
     print(f"wrote {out / DA3_FILE} and {out / TIPS_FILE}")
     return 0

@@ -54,7 +54,8 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$STAMP_WANT" ]; then
     bookworm "$ROOTFS.part" "$MIRROR" > "$CACHE/arm64-debootstrap.log" 2>&1 \
     || { tail -20 "$CACHE/arm64-debootstrap.log"; say "debootstrap failed"; exit 1; }
   # The aarch64 wheels are fetched here (pip's platform selection), installed there offline.
-  python3 -m pip download -q --only-binary=:all: --python-version 3.11 --implementation cp \
+  host_python=python3; [ -x .venv/bin/python ] && host_python=.venv/bin/python  # (make setup)
+  "$host_python" -m pip download -q --only-binary=:all: --python-version 3.11 --implementation cp \
     --abi cp311 --abi abi3 --abi none --platform manylinux_2_28_aarch64 \
     --platform manylinux_2_27_aarch64 --platform manylinux_2_17_aarch64 \
     --platform manylinux2014_aarch64 -d "$WHEELS" -r requirements-arm64.txt
@@ -76,7 +77,15 @@ else
   say "no .venv-bench (make torch-env): the fp16 agreement tests will fail for want of models"
 fi
 
-# 5. The tests, in the chroot, on this checkout bind-mounted at /repo (private mounts: they
+# 5. qemu-user (Debian 12: 7.2) shows the host's x86 /proc/cpuinfo, on which XNNPACK's cpuinfo
+#    crashes (CompiledModel segfaults; the Interpreter silently loses XNNPACK). The chroot gets
+#    a Raspberry Pi 5's: Cortex-A76 (0x41/0xd0b) with its features, one entry per host CPU.
+CPUINFO=$CACHE/arm64-cpuinfo
+for ((i = 0; i < $(nproc --all); i++)); do
+  printf 'processor\t: %d\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0b\nCPU revision\t: 1\n\n' "$i"
+done > "$CPUINFO"
+
+# 6. The tests, in the chroot, on this checkout bind-mounted at /repo (private mounts: they
 #    vanish with the namespace, whatever happens).
 [ $# -gt 0 ] || set -- "${ARM64_TESTS[@]}"
 t0=$SECONDS
@@ -85,8 +94,10 @@ mkdir -p "$ROOTFS/repo"
 unshare --mount --propagation private bash -c '
   set -e
   mount --bind "$1" "$2/repo"; mount -t proc proc "$2/proc"; mount --rbind /dev "$2/dev"
-  shift 2
+  mount --bind "$3" "$2/proc/cpuinfo"
+  mount --rbind /sys "$2/sys"  # XNNPACK reads the CPU lists there (without: CompiledModel fails)
+  shift 3
   exec chroot "'"$ROOTFS"'" /usr/bin/env -i PATH=/opt/venv/bin:/usr/bin:/bin HOME=/tmp \
     LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
-' bash "$REPO" "$ROOTFS" "$@"
+' bash "$REPO" "$ROOTFS" "$CPUINFO" "$@"
 say "tests took $((SECONDS - t0)) s"
