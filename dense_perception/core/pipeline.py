@@ -236,7 +236,7 @@ def camera_intrinsics_problem(k: Intrinsics | None, width: int, height: int) -> 
 
 def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "auto",
                   num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
-                  log=print, cpu_precision: str = "auto") -> DensePipeline:
+                  log=print, cpu_precision: str = "fp32") -> DensePipeline:
     """Check the configuration, load the model, detect its kind and build the pipeline.
 
     Raises ValueError (bad configuration), ModelLoadError (file or backend) or

@@ -178,12 +178,13 @@ def check_model_file(model_path: str) -> TfliteSignature:
 
 
 def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
-                log: Log = print, warmup: bool = True, cpu_precision: str = "auto") -> Runner:
+                log: Log = print, warmup: bool = True, cpu_precision: str = "fp32") -> Runner:
     """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu') and warm it up.
 
     ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why; ``gpu``
     raises ModelLoadError when the GPU does not initialise. ``num_threads`` -1 = all cores.
-    ``cpu_precision`` ('auto' | 'fp32' | 'fp16') applies on the CPU (:mod:`.cpu_precision`).
+    ``cpu_precision`` ('auto' | 'fp32' | 'fp16') applies on the CPU (:mod:`.cpu_precision`);
+    the library default is exact fp32, the node's parameter defaults to 'auto'.
     """
     if backend not in BACKENDS:
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
