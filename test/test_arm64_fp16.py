@@ -100,4 +100,4 @@ def test_auto_picks_fp16_after_its_fidelity_check():
     if not path.exists():
         pytest.fail(f"{path} is missing: make test-arm64 builds it")
     runner = open_runner(str(path), "cpu", 2, log=lambda _: None, cpu_precision="auto")
-    assert "fp16 arithmetic (fp16 vs fp32 corr 0.99" in runner.description, runner.description
+    assert "fp16 arithmetic; fp16 vs fp32 corr 0.99" in runner.description, runner.description

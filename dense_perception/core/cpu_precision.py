@@ -133,7 +133,7 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
     corr = check_fp16_fidelity(fp32, fp16)
     figures = ", ".join(f"{c:.5f}" for c in corr)
     if all(c >= MIN_FP16_CORR for c in corr):  # NaN fails
-        fp16.description += f" (fp16 vs fp32 corr {figures})"
+        fp16.description = fp16.description[:-1] + f"; fp16 vs fp32 corr {figures})"
         return fp16
     fp32.description += f", fp32: fp16 fidelity check failed (corr {figures} < {MIN_FP16_CORR})"
     return fp32

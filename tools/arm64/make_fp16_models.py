@@ -9,7 +9,8 @@ is very slow here: the test on DA3 at 280x168 did not finish in 20 minutes.
   width: dim 768, 12 heads, 1 register, tanh-GELU; three DPT heads with readout, bins depth,
   unit normals, segmentation logits) at 56x56 with 4 of its 12 blocks (every block tapped)
   and the DPT heads narrowed to 64 features (channels 24/48/96/192; at full width the test
-  did not finish in 10 minutes), fp16 weights.
+  did not finish in 10 minutes), fp16 weights; its bin logits scaled x200 so that the depth
+  is not flat.
 
 Random weights: the outputs mean nothing, the arithmetic is what is compared. Files are
 rebuilt when this script or the exporter changes (a stamp next to them).
@@ -48,7 +49,13 @@ def build_tips_small():
     vit = B.ViTConfig(image_hw=(56, 56), dim=768, heads=12, registers=1, tanh_gelu=True,
                       depth=4, taps=(0, 1, 2, 3))
     dpt = B.DPTConfig(features=64, out_channels=(24, 48, 96, 192), readout=True)
-    return B._finish(B._nn().TIPSv2Class(vit, dpt))  # noqa: SLF001 - same package's builder
+    model = B._finish(B._nn().TIPSv2Class(vit, dpt))  # noqa: SLF001 - same package's builder
+    # Random bin logits are nearly uniform, so the bins depth would be almost constant and any
+    # correlation ill-conditioned (fp16 alone cannot resolve a flat output). Sharper logits
+    # spread the depth over the bins' range, as a trained head does.
+    with torch.no_grad():
+        model.depth.conv3.weight.mul_(200.0)
+    return model
 
 
 def main(argv: list[str] | None = None) -> int:
