@@ -2,13 +2,11 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-VENV14 := .venv-litert14
 VENV_TORCH := .venv-bench
 VENV_FLEET := .venv-fleet
 BENCH_MODELS := .cache/bench_models
 VENV_JAZZY := .venv-jazzy
 PY := $(VENV)/bin/python
-PY14 := $(VENV14)/bin/python
 # pip installs exactly the versions the tests ran (lock files from `make lock`).
 PIP_LOCK := -c constraints.txt
 
@@ -30,7 +28,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-gpu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet torch-env demo bench soak models clean
+.PHONY: setup test test-gpu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
 
 setup: $(VENV)/.ready
 
@@ -62,20 +60,21 @@ $(VENV_JAZZY)/.ready: requirements.txt requirements-test.txt requirements-jazzy.
 	  -r requirements-test.txt -r requirements-jazzy.txt -e .
 	@touch $@
 
-$(VENV14)/.ready: requirements-litert14.txt
-	@$(ENSURE_VENV)
-	@echo "setup: second venv with ai-edge-litert 1.4.0 (the Raspberry Pi 5 wheel) in $(VENV14)"
-	$(PYTHON) -m venv $(VENV14) && $(VENV14)/bin/pip install -q -r requirements-litert14.txt
-	@touch $@
-
 # Regenerate the bundled test models (they are committed; this is for changing them).
 models: setup
 	$(PY) models/make_test_models.py --out-dir models
 
-test: setup $(VENV14)/.ready
+test: setup
 	$(PY) -m pytest -q
-	@echo "== runner, end-to-end and offline tests again under ai-edge-litert 1.4.0 =="
-	$(PY14) -m pytest -q test/test_runner.py test/test_pipeline.py test/test_models.py test/test_layout.py test/test_cli.py
+
+# The ROS-free core tests (runner, pipeline, models, offline command, cpu_precision fp16) on a
+# Debian 12 arm64 userland under qemu-user-static with the aarch64 wheels a Pi 5 installs
+# (ai-edge-litert 2.x). Root: apt-get, debootstrap, chroot; the root filesystem is cached in
+# .cache/arm64-rootfs. rclpy has no aarch64 wheel: the node tests run on x86_64 only. The
+# fp16-vs-fp32 models (real DA3 export / TIPSv2 class, small) are built with torch here.
+# Measured on a busy 2-core machine: root filesystem 14 min once, then about 13 min of tests.
+test-arm64: torch-env
+	tools/arm64/test_arm64.sh
 
 # The node tests over DDS again under ROS 2 Jazzy's wheels (rclpy 7.1), in their own venv.
 test-jazzy: $(VENV_JAZZY)/.ready
@@ -144,13 +143,26 @@ test-gpu: setup
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
 torch-env: setup
-	$(PY) -c "from dense_perception.export.export_da3 import ensure_torch_env; ensure_torch_env()"
+	$(PY) -c "from dense_perception.export.torch_env import ensure_torch_env; ensure_torch_env()"
 
 # Speed, side by side in one run, on DA3-class and TIPSv2-class models built here.
 bench: torch-env
 	$(VENV_TORCH)/bin/python -m tools.bench_models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m tools.bench --models $(BENCH_MODELS)
+	$(MAKE) --no-print-directory bench-menu bench-pi
+
+# The DA3 export menu for CPUs (input 896/644/518, fp16/int8 weights, random weights) next to
+# the published file's graph; bench-pi times and compares them (LiteRT only: run it on a Pi 5
+# after copying $(BENCH_MODELS)/menu there; it adds fp16-arithmetic rows on such CPUs).
+bench-menu: torch-env
+	$(VENV_TORCH)/bin/python -m tools.export_menu build --out $(BENCH_MODELS)/menu
+
+# (no ROS needed: on a Pi without ROS 2 it makes .venv from requirements.txt alone)
+bench-pi:
+	@[ -x $(PY) ] || { $(ENSURE_VENV); $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -r requirements.txt; }
+	@mkdir -p bench_out
+	$(PY) -m tools.export_menu measure --models $(BENCH_MODELS)/menu --json bench_out/export_menu.json
 
 # DA3-Small exported at two aspects with random weights, fidelity vs PyTorch (a few minutes).
 test-export: torch-env
@@ -180,4 +192,4 @@ demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
-	rm -rf $(VENV) $(VENV14) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) .cache demo_out bench_out soak_out .pytest_cache
+	rm -rf $(VENV) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) .cache demo_out bench_out soak_out .pytest_cache

@@ -24,7 +24,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dense_perception.export import common as C
 from dense_perception.export import export_da3 as E
+from dense_perception.export import fidelity as F
+from dense_perception.export import sizes as S
 
 REPO = Path(__file__).resolve().parents[1]
 MISSING = [m for m in ("torch", "litert_torch", "depth_anything_3", "safetensors")
@@ -52,14 +55,14 @@ ASPECTS = [
     (1000.0, 896, (896, 14)),        # never below one patch
 ])
 def test_size_rule(aspect, long_side, expected):
-    w, h = E.size_for_aspect(aspect, long_side)
+    w, h = S.size_for_aspect(aspect, long_side)
     assert (w, h) == expected
     assert w % 14 == 0 and h % 14 == 0 and max(w, h) == long_side
 
 
 def test_size_rule_picks_the_closest_aspect():
     for aspect in np.linspace(0.3, 3.0, 55):
-        w, h = E.size_for_aspect(float(aspect), 896)
+        w, h = S.size_for_aspect(float(aspect), 896)
         err = abs(np.log(w / h / aspect))
         short = min(w, h)
         for other in (short - 14, short + 14):
@@ -69,30 +72,30 @@ def test_size_rule_picks_the_closest_aspect():
 
 
 def test_long_side_must_be_a_multiple_of_14():
-    with pytest.raises(E.ExportError, match="multiple of 14"):
-        E.size_for_aspect(16 / 9, 900)
+    with pytest.raises(C.ExportError, match="multiple of 14"):
+        S.size_for_aspect(16 / 9, 900)
 
 
 @pytest.mark.parametrize("text, expected", [("896x504", (896, 504)), ("672X504", (672, 504))])
 def test_parse_size(text, expected):
-    assert E.parse_size(text) == expected
+    assert S.parse_size(text) == expected
 
 
 @pytest.mark.parametrize("text", ["900x504", "896", "0x0", "896x500"])
 def test_parse_size_rejects(text):
     with pytest.raises(argparse.ArgumentTypeError):
-        E.parse_size(text)
+        S.parse_size(text)
 
 
 @pytest.mark.parametrize("text, expected", [("16:9", 16 / 9), ("4/3", 4 / 3), ("1.5", 1.5)])
 def test_parse_aspect(text, expected):
-    assert E.parse_aspect(text) == pytest.approx(expected)
+    assert S.parse_aspect(text) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("text", ["16:0", "abc", "-1", "0"])
 def test_parse_aspect_rejects(text):
     with pytest.raises(argparse.ArgumentTypeError):
-        E.parse_aspect(text)
+        S.parse_aspect(text)
 
 
 def camera_info_yaml(path: Path, width: int, height: int) -> Path:
@@ -112,17 +115,17 @@ def parse(argv):
 def test_camera_info_yaml_gives_the_size(tmp_path):
     args = parse(["--random-weights", "--camera-info-yaml",
                   str(camera_info_yaml(tmp_path / "cam.yaml", 1280, 720))])
-    assert E.resolve_size(args) == (896, 504)
+    assert S.resolve_size(args) == (896, 504)
     args = parse(["--random-weights", "--long-side", "672", "--camera-info-yaml",
                   str(camera_info_yaml(tmp_path / "cam43.yaml", 640, 480))])
-    assert E.resolve_size(args) == (672, 504)
+    assert S.resolve_size(args) == (672, 504)
 
 
 def test_camera_info_yaml_without_size_is_an_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("camera_name: cam\n")
-    with pytest.raises(E.ExportError, match="image_width"):
-        E.read_camera_info_size(bad)
+    with pytest.raises(C.ExportError, match="image_width"):
+        S.read_camera_info_size(bad)
 
 
 def test_weights_and_size_are_required():
@@ -151,15 +154,24 @@ def test_subcommand_registers_on_subparsers():
 
 
 def test_default_out_name():
-    assert E.default_out(896, 504, False, False) == "da3_small_896x504.tflite"
-    assert E.default_out(672, 504, True, True) == "da3_small_672x504_gpu_fp16.tflite"
+    assert S.default_out(896, 504, False, False) == "da3_small_896x504.tflite"
+    assert S.default_out(672, 504, True, True) == "da3_small_672x504_gpu_fp16.tflite"
+    assert S.default_out(644, 364, False, False, int8=True) == "da3_small_644x364_int8.tflite"
+
+
+def test_int8_weights_option():
+    args = parse(["--random-weights", "--size", "644x364", "--int8"])
+    assert args.int8 and not args.fp16
+    assert vars(parse(E.argv_from_args(args))) == vars(args)
+    with pytest.raises(SystemExit):
+        parse(["--random-weights", "--size", "644x364", "--int8", "--fp16"])
 
 
 # ---- the export itself (torch environment) ----------------------------------------------------
 @pytest.fixture(scope="module", params=ASPECTS)
 def exported(request, tmp_path_factory):
     width, height, camera, fp16 = request.param
-    out = tmp_path_factory.mktemp("export") / E.default_out(width, height, False, fp16)
+    out = tmp_path_factory.mktemp("export") / S.default_out(width, height, False, fp16)
     result = E.export_da3(width, height, out, seed=0, fp16=fp16)
     return result, width, height, camera, fp16
 
@@ -196,6 +208,7 @@ def test_pipeline_runs_the_export_with_zero_crop(exported):
     import cv2
 
     from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from dense_perception.export import graph, official
 
     result, width, height, (cam_w, cam_h), _ = exported
     pipe = load_pipeline(str(result.path), backend="cpu",
@@ -216,16 +229,16 @@ def test_pipeline_runs_the_export_with_zero_crop(exported):
 
     # The node's preprocessing is what the exporter assumed: same depth as the official
     # PyTorch model on the fitted frame (RGB, /255, ImageNet mean/std, NCHW).
-    net = E.build_official_da3(0)
-    E.randomise_constant_init(net, 0)
-    reference = E.torch_outputs(E._torch_modules().OfficialDepth(net).eval(),
-                                [E.normalise_rgb(plan.fit_image(rgb))])[0][0, 0]
-    assert E.compare(reference, products.depth)["corr"] >= 0.999
+    net = official.build_official_da3(0)
+    official.randomise_constant_init(net, 0)
+    reference = F.torch_outputs(graph.OfficialDepth(net).eval(),
+                                [F.normalise_rgb(plan.fit_image(rgb))])[0][0, 0]
+    assert F.compare(reference, products.depth)["corr"] >= 0.999
 
 
 def _scene_rgb(width: int, height: int):
-    x = E.fidelity_inputs(width, height, seed=5)["scene"][0].transpose(1, 2, 0)
-    rgb = (x * np.array(E.IMAGENET_STD) + np.array(E.IMAGENET_MEAN)) * 255.0
+    x = F.fidelity_inputs(width, height, seed=5)["scene"][0].transpose(1, 2, 0)
+    rgb = (x * np.array(C.IMAGENET_STD) + np.array(C.IMAGENET_MEAN)) * 255.0
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
@@ -236,25 +249,28 @@ def test_checkpoint_in_hugging_face_layout_is_loaded(tmp_path):
     import torch
     from safetensors.torch import save_file
 
-    source = E.build_official_da3(7)
-    E.randomise_constant_init(source, 7)
+    from dense_perception.export import graph, official
+
+    source = official.build_official_da3(7)
+    official.randomise_constant_init(source, 7)
     folder = tmp_path / "DA3-SMALL"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_name": "da3-small"}))
     save_file({f"model.{k}": v.clone().contiguous() for k, v in source.state_dict().items()},
               str(folder / "model.safetensors"))
 
-    model, official, weights = E.build_export_model(140, 112, checkpoint=str(folder), seed=0)
+    model, reference, weights = graph.build_export_model(140, 112, checkpoint=str(folder),
+                                                         seed=0)
     assert "model.safetensors" in weights
     for name, value in source.state_dict().items():
-        assert torch.equal(official.net.state_dict()[name], value), name
-    x = E.fidelity_inputs(140, 112)["noise"]
-    ref = E.torch_outputs(E._torch_modules().OfficialDepth(source).eval(), [x])[0]
-    assert np.array_equal(E.torch_outputs(model, [x])[0], ref)
+        assert torch.equal(reference.net.state_dict()[name], value), name
+    x = F.fidelity_inputs(140, 112)["noise"]
+    ref = F.torch_outputs(graph.OfficialDepth(source).eval(), [x])[0]
+    assert np.array_equal(F.torch_outputs(model, [x])[0], ref)
 
     (folder / "config.json").write_text(json.dumps({"model_name": "da3-large"}))
-    with pytest.raises(E.ExportError, match="da3-large"):
-        E.build_export_model(140, 112, checkpoint=str(folder))
+    with pytest.raises(C.ExportError, match="da3-large"):
+        graph.build_export_model(140, 112, checkpoint=str(folder))
 
 
 @pytest.mark.export
@@ -264,20 +280,22 @@ def test_gpu_clean_rewrites_are_exact_except_align_corners():
     align_corners=False moves the output (see docs/landscape.md)."""
     import torch
 
+    from dense_perception.export import graph, rewrites
+
     width, height = 280, 168
-    cpu, official, _ = E.build_export_model(width, height, seed=0)
-    gpu, _, _ = E.build_export_model(width, height, seed=0, gpu_clean=True)
-    x = E.fidelity_inputs(width, height)["scene"]
+    cpu, official, _ = graph.build_export_model(width, height, seed=0)
+    gpu, _, _ = graph.build_export_model(width, height, seed=0, gpu_clean=True)
+    x = F.fidelity_inputs(width, height)["scene"]
     # gpu graph with the resizes switched back to align_corners=True = the exact rewrites only
     gpu.head.align_corners = True
     for module in gpu.head.scratch.modules():
         if hasattr(module, "align_corners"):
             module.align_corners = True
-    ref = E.torch_outputs(official, [x])[0]
-    assert np.abs(E.torch_outputs(gpu, [x])[0] - ref).max() < 1e-5
-    assert np.array_equal(E.torch_outputs(cpu, [x])[0], ref)
+    ref = F.torch_outputs(official, [x])[0]
+    assert np.abs(F.torch_outputs(gpu, [x])[0] - ref).max() < 1e-5
+    assert np.array_equal(F.torch_outputs(cpu, [x])[0], ref)
     conv_t = official.net.head.resize_layers[0]
-    zero_stuff = E._torch_modules().ZeroStuffConvTranspose(conv_t, (12, 20))
+    zero_stuff = rewrites.ZeroStuffConvTranspose(conv_t, (12, 20))
     y = torch.randn(1, conv_t.in_channels, 12, 20)
     with torch.no_grad():
         assert torch.allclose(zero_stuff(y), conv_t(y), atol=1e-5)
@@ -286,13 +304,13 @@ def test_gpu_clean_rewrites_are_exact_except_align_corners():
 @pytest.mark.export
 @needs_torch
 def test_command_line_gpu_clean_small(tmp_path):
-    """``python -m dense_perception.export.export_da3`` end to end: a GPU-clean graph (4D only, no
+    """``python -m dense_perception.export`` end to end: a GPU-clean graph (4D only, no
     TRANSPOSE_CONV / GATHER / BROADCAST_TO) that LiteRT runs like the rewritten PyTorch."""
     out = tmp_path / "gpu.tflite"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run(
-        [sys.executable, "-m", "dense_perception.export.export_da3", "--random-weights",
+        [sys.executable, "-m", "dense_perception.export", "--random-weights",
          "--size", "280x168", "--gpu-clean", "--fp16", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,4 +1,5 @@
-"""The LiteRT runner on real LiteRT: backends, in-place I/O, errors. Runs under 1.4.x and 2.x."""
+"""The LiteRT runner on real LiteRT: backends, in-place I/O, errors. Runs on x86_64 and, in
+``make test-arm64``, on aarch64 (ai-edge-litert 2.x)."""
 
 import os
 

@@ -120,6 +120,12 @@ def _nn() -> SimpleNamespace:
     import torch.nn.functional as F
     from torch import nn
 
+    from dense_perception.export.rewrites import ZeroStuffConvTranspose
+
+    def zero_stuff_upsample(channels: int, scale: int, grid: tuple[int, int]) -> nn.Module:
+        """``ConvTranspose2d(k=s, stride=s)`` as the GPU-clean zero-stuff + Conv2d."""
+        return ZeroStuffConvTranspose(nn.ConvTranspose2d(channels, channels, scale, scale), grid)
+
     def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
         """tanh-GELU written out elementwise (the TIPSv2 file has no GELU/ERF op)."""
         inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
@@ -199,21 +205,6 @@ def _nn() -> SimpleNamespace:
                     taps.append((y[:, skip:], y[:, :1]))
             return taps
 
-    class ZeroStuffUpsample(nn.Module):
-        """``ConvTranspose2d(k=s, stride=s)`` as nearest x s, top-left mask, pad and Conv2d."""
-
-        def __init__(self, channels: int, scale: int, in_hw: tuple[int, int]):
-            super().__init__()
-            self.scale = scale
-            self.conv = nn.Conv2d(channels, channels, scale)
-            mask = torch.zeros(1, 1, in_hw[0] * scale, in_hw[1] * scale)
-            mask[:, :, ::scale, ::scale] = 1.0
-            self.register_buffer("mask", mask, persistent=False)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            x = F.interpolate(x, scale_factor=self.scale, mode="nearest") * self.mask
-            return self.conv(F.pad(x, (self.scale - 1, 0, self.scale - 1, 0)))
-
     class Reassemble(nn.Module):
         """DPT reassemble: tokens -> maps at 4x, 2x, 1x and 1/2 of the patch grid."""
 
@@ -227,8 +218,8 @@ def _nn() -> SimpleNamespace:
                                 if cfg.readout else None)
             self.project = nn.ModuleList(nn.Conv2d(dim, c, 1) for c in oc)
             self.resize = nn.ModuleList([
-                ZeroStuffUpsample(oc[0], 4, grid),
-                ZeroStuffUpsample(oc[1], 2, grid),
+                zero_stuff_upsample(oc[0], 4, grid),
+                zero_stuff_upsample(oc[1], 2, grid),
                 nn.Identity(),
                 nn.Conv2d(oc[3], oc[3], 3, stride=2, padding=1),
             ])
@@ -381,7 +372,7 @@ def _finish(model: "nn.Module") -> "nn.Module":
 def build_da3_class() -> "nn.Module":
     """DA3-Small itself (the official architecture from the depth-anything-3 package, random
     weights) as ``export-da3 --gpu-clean`` builds it at 504x896: the graph of the real file."""
-    from dense_perception.export.export_da3 import build_export_model
+    from dense_perception.export.graph import build_export_model
 
     height, width = DA3_INPUT[2:]
     return build_export_model(width, height, seed=SEED, gpu_clean=True)[0]
@@ -435,59 +426,41 @@ def count_params(model: "nn.Module") -> int:
 def torch_outputs(model: "nn.Module", sample: "torch.Tensor",
                   shapes: Sequence[Sequence[int]]) -> list[Any]:
     """Run torch once, check the output shapes and their order, return them as numpy."""
-    import torch
+    from dense_perception.export.fidelity import torch_forward
 
-    with torch.no_grad():
-        out = model(sample)
-    outs = out if isinstance(out, tuple) else (out,)
+    outs = torch_forward(model, sample.numpy())
     got = [tuple(o.shape) for o in outs]
     if got != [tuple(s) for s in shapes]:
         raise AssertionError(f"torch outputs {got}, expected {list(shapes)}")
-    return [o.numpy() for o in outs]
+    return outs
 
 
 def correlations(reference: Sequence[Any], outputs: Sequence[Any]) -> list[float]:
     """Pearson correlation of each converted output with the torch output."""
-    import numpy as np
+    from dense_perception.export.fidelity import compare
 
-    return [float(np.corrcoef(np.ravel(a), np.ravel(b))[0, 1])
-            for a, b in zip(reference, outputs)]
-
-
-def _convert(model: "nn.Module", sample: "torch.Tensor", fp16: bool) -> Any:
-    """litert-torch conversion, with fp16 weight-only quantisation when ``fp16``."""
-    import litert_torch
-
-    quant_config = None
-    if fp16:
-        from litert_torch.generative.quantize import quant_recipes
-
-        quant_config = quant_recipes.full_fp16_recipe()  # FLOAT_CAST, weight-only, fp32 I/O
-    return litert_torch.convert(model.eval(), (sample,), quant_config=quant_config)
+    return [compare(a, b)["corr"] for a, b in zip(reference, outputs)]
 
 
 def export(model: "nn.Module", sample: "torch.Tensor", path: str | os.PathLike,
            fp16: bool = True) -> bool:
     """Convert ``model`` to a ``.tflite`` at ``path``; returns True when the weights are fp16.
 
-    Inputs and outputs stay float32. When the fp16 conversion fails, the model is converted
-    with fp32 weights instead and a warning is printed. The file is written under a temporary
-    name first, so an interrupted run leaves no truncated model behind.
+    Inputs and outputs stay float32. When the fp16 weight cast fails, the file keeps fp32
+    weights and a warning is printed. The file is written atomically (no truncated model).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    from dense_perception.export.convert import convert, to_fp16_weights, write_atomic
+
+    data = convert(model, sample)
     used_fp16 = fp16
-    try:
-        edge = _convert(model, sample, fp16)
-    except Exception as exc:  # noqa: BLE001 - any converter failure -> fall back to fp32
-        if not fp16:
-            raise
-        print(f"WARNING: fp16 conversion failed ({type(exc).__name__}: {exc}); "
-              "writing fp32 weights instead", file=sys.stderr)
-        edge, used_fp16 = _convert(model, sample, False), False
-    edge.export(str(tmp))
-    os.replace(tmp, path)
+    if fp16:
+        try:
+            data = to_fp16_weights(data)
+        except Exception as exc:  # noqa: BLE001 - any quantizer failure -> keep fp32
+            print(f"WARNING: fp16 weights failed ({type(exc).__name__}: {exc}); "
+                  "writing fp32 weights instead", file=sys.stderr)
+            used_fp16 = False
+    write_atomic(Path(path), data)
     return used_fp16
 
 
@@ -541,12 +514,14 @@ def check_runtime(path: str | os.PathLike, x: Any, threads: int = 2,
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
+    from dense_perception.export.convert import op_histogram
+
     start = time.perf_counter()
     interp = Interpreter(model_path=str(path), num_threads=threads)
     interp.allocate_tensors()
     load_s = time.perf_counter() - start
     ins, outs = interp.get_input_details(), interp.get_output_details()
-    fp16 = sum(1 for t in interp.get_tensor_details() if t["dtype"] == np.float16)
+    fp16 = op_histogram(Path(path).read_bytes())["fp16_tensors"]
     partitions, leftover = delegate_coverage(interp)
     interp.set_tensor(ins[0]["index"], np.ascontiguousarray(x, np.float32))
     times = []
@@ -588,9 +563,9 @@ def build_one(spec: BenchModelSpec, out_dir: Path, force: bool) -> BuildReport:
 def builder_fingerprint() -> str:
     """Hash of the code that builds the models: a file built by older code is rebuilt."""
     import hashlib
-    digest = hashlib.sha256()
     here = Path(__file__).resolve()
-    for path in (here, here.parents[1] / "dense_perception" / "export" / "export_da3.py"):
+    digest = hashlib.sha256()
+    for path in [here, *sorted((here.parents[1] / "dense_perception" / "export").glob("*.py"))]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

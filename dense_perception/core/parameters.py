@@ -12,6 +12,7 @@ from typing import Any
 from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from .metric_scale import SCALE_SOURCES
 from .models import MODEL_TYPES
+from .cpu_precision import CPU_PRECISIONS
 from .runner import BACKENDS, GPU_PRECISIONS
 
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
@@ -56,6 +57,10 @@ PARAMS: tuple[ParamSpec, ...] = (
               "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256),
+    ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "
+              "(ARMv8.2+, e.g. Pi 5), 'fp32', or 'auto' (fp16 if the CPU has it and the model "
+              "passes an fp16-vs-fp32 check at load, else fp32; the log says which).",
+              choices=CPU_PRECISIONS),
     ParamSpec("fit", "crop", "How frames meet the model's fixed input without padding: crop "
               "(centre crop, no distortion), stretch, or rotate (turn landscape frames for "
               "portrait models).", choices=FIT_MODES, runtime=True),

@@ -1,11 +1,13 @@
 """LiteRT model runner: GPU through ``CompiledModel``, CPU through the XNNPACK ``Interpreter``.
 
-Works with ai-edge-litert 2.x and with 1.4.x (the newest wheel for Linux aarch64, i.e. the
-Raspberry Pi 5) by detecting features instead of pinning a version:
+Works with ai-edge-litert 2.x (x86_64 and aarch64 wheels, e.g. a Raspberry Pi 5) and detects
+features instead of pinning a version:
 
 * CPU: ``Interpreter`` with XNNPACK (on by default) and ``num_threads``. Its ``invoke`` releases
   the GIL, so pre/post-processing of other frames can overlap inference, and its tensors can be
   read and written in place.
+* CPU fp16 (``cpu_precision``, see :mod:`.cpu_precision`): ``CompiledModel`` on the CPU with
+  XNNPACK's force-fp16 flag, where the CPU has native fp16 arithmetic (ARMv8.2+).
 * GPU: ``CompiledModel`` with ``HardwareAccelerator.GPU`` (2.x only: LiteRT's WebGPU
   accelerator, Dawn over Vulkan), run in a worker process by :mod:`.gpu_runner` because its
   output reads hold the GIL. ``backend='auto'`` falls back to the CPU, and says why, when the
@@ -23,6 +25,7 @@ import numpy as np
 import ai_edge_litert
 from ai_edge_litert.interpreter import Interpreter
 
+from .cpu_precision import CPU_PRECISIONS, open_cpu_runner
 from .tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 BACKENDS = ("auto", "gpu", "cpu")
@@ -93,7 +96,8 @@ class CompiledModelRunner:
     (which lets tests exercise this code path on machines without a GPU)."""
 
     def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1,
-                 weight_cache: str | None = None, gpu_precision: str = "fp16") -> None:
+                 weight_cache: str | None = None, gpu_precision: str = "fp16",
+                 cpu_options: dict | None = None) -> None:
         from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
 
         if not hasattr(cm, "Options"):
@@ -104,7 +108,8 @@ class CompiledModelRunner:
         else:
             # The XNNPACK weight cache (a file) makes later loads skip weight packing. It must
             # belong to this exact model: a stale one silently gives another model's results.
-            cpu = cm.CpuOptions(num_threads=num_threads, **(
+            # cpu_options: further CpuOptions fields (xnnpack_flags, enable_ynnpack, kernel_mode).
+            cpu = cm.CpuOptions(num_threads=num_threads, **(cpu_options or {}), **(
                 {"xnnpack_weight_cache_path": weight_cache} if weight_cache else {}))
             options = cm.Options(cm.HardwareAccelerator.CPU, cpu_options=cpu)
         self.backend = accelerator
@@ -207,13 +212,15 @@ def check_model_file(model_path: str) -> TfliteSignature:
 
 def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
                 log: Log = print, warmup: bool = True, gpu_precision: str = "fp16",
-                warn: Log | None = None) -> Runner:
+                warn: Log | None = None, cpu_precision: str = "fp32") -> Runner:
     """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu') and warm it up.
 
     ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why (a CPU
     emulation of a GPU counts as no GPU); ``gpu`` raises ModelLoadError when the GPU does not
     initialise. ``num_threads`` -1 = all cores. ``gpu_precision``: 'fp16' or 'fp32' GPU
-    arithmetic. ``warn`` logs warnings (default: ``log``).
+    arithmetic. ``warn`` logs warnings (default: ``log``). ``cpu_precision`` ('auto' | 'fp32' |
+    'fp16') applies on the CPU (:mod:`.cpu_precision`); the library default is exact fp32, the
+    node's parameter defaults to 'auto'.
     """
     if backend not in BACKENDS:
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
@@ -222,6 +229,9 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     if gpu_precision not in GPU_PRECISIONS:
         raise ModelLoadError(f"gpu_precision '{gpu_precision}' is unknown; allowed: "
                              f"{', '.join(GPU_PRECISIONS)}")
+    if cpu_precision not in CPU_PRECISIONS:
+        raise ModelLoadError(f"cpu_precision '{cpu_precision}' is unknown; allowed: "
+                             f"{', '.join(CPU_PRECISIONS)}")
     check_model_file(model_path)
     runner: Runner | None = None
     fallback_note = ""
@@ -232,7 +242,7 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     if runner is None:
         threads = default_num_threads() if num_threads == -1 else num_threads
         try:
-            runner = InterpreterRunner(model_path, threads)
+            runner = open_cpu_runner(model_path, threads, cpu_precision, log)
         except (ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"model file '{model_path}' could not be loaded by LiteRT "
                                  f"({_first_line(exc)}). Re-download it (see "

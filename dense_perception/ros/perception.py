@@ -74,7 +74,8 @@ class Perception:
             self.pipeline: DensePipeline = load_pipeline(
                 model_path, values["model_type"], values["backend"], values["num_threads"],
                 pipeline_config(values), log=node.get_logger().info,
-                gpu_precision=values["gpu_precision"], warn=node.get_logger().warning)
+                gpu_precision=values["gpu_precision"], warn=node.get_logger().warning,
+                cpu_precision=values["cpu_precision"])
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:

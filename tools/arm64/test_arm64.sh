@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `make test-arm64`: the ROS-free core test suite on a Debian 12 arm64 userland under
+# qemu-user-static, with the aarch64 wheels a Raspberry Pi 5 installs (ai-edge-litert 2.x).
+#
+# Built from Debian's own packages (qemu-user-static, binfmt-support, debootstrap; apt-get as
+# root), cached with a stamp in ~/.cache/dense_perception (DENSE_PERCEPTION_CACHE to move it),
+# shared by every clone on the machine: the first run takes minutes, later runs only the tests. rclpy has no aarch64 pip wheel, so the node/ROS tests stay on x86_64.
+#
+#   tools/arm64/test_arm64.sh [pytest args...]    (default: the tests in ARM64_TESTS below)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+CACHE=${DENSE_PERCEPTION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dense_perception}
+ROOTFS=$CACHE/arm64-rootfs
+WHEELS=$CACHE/arm64-wheels
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# Core, runner, pipeline, models, offline command and export-free tests: no rclpy, no torch.
+ARM64_TESTS=(test/test_runner.py test/test_pipeline.py test/test_models.py test/test_cli.py
+             test/test_fit.py test/test_preprocess.py test/test_postprocess.py
+             test/test_pointcloud.py test/test_frame_slot_and_timing.py test/test_arm64_fp16.py)
+say() { echo "test-arm64: $*"; }
+
+if [ "$(id -u)" != 0 ]; then
+  say "needs root (apt-get, debootstrap, chroot); run 'sudo make test-arm64'"; exit 1
+fi
+
+# 1. Debian's emulation and bootstrap tools.
+missing=()
+command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+command -v update-binfmts >/dev/null || missing+=(binfmt-support)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]} with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+# 2. The kernel must hand aarch64 ELF files to qemu (containers often lack binfmt_misc).
+BINFMT=/proc/sys/fs/binfmt_misc
+[ -e $BINFMT/register ] || mount -t binfmt_misc binfmt_misc $BINFMT \
+  || { say "cannot mount $BINFMT (a container without it? run on the host or with --privileged)"; exit 1; }
+[ -e $BINFMT/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64 \
+  || { say "update-binfmts --enable qemu-aarch64 failed"; exit 1; }
+
+# 3. The root filesystem and its venv, rebuilt when the requirements or ROOTFS_RECIPE change.
+ROOTFS_RECIPE=1  # bump when the steps below change
+STAMP_WANT=$( (echo "$ROOTFS_RECIPE"; cat requirements-arm64.txt) | sha256sum | cut -c1-16)
+STAMP=$ROOTFS/.dense-perception-stamp
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$STAMP_WANT" ]; then
+  t0=$SECONDS
+  say "building the Debian 12 arm64 root filesystem in $ROOTFS (minutes, once)"
+  rm -rf "$ROOTFS" "$ROOTFS.part" "$WHEELS"
+  mkdir -p "$CACHE"
+  debootstrap --arch=arm64 --variant=minbase --include=python3,python3-venv \
+    bookworm "$ROOTFS.part" "$MIRROR" > "$CACHE/arm64-debootstrap.log" 2>&1 \
+    || { tail -20 "$CACHE/arm64-debootstrap.log"; say "debootstrap failed"; exit 1; }
+  # The aarch64 wheels are fetched here (pip's platform selection), installed there offline.
+  host_python=python3; [ -x .venv/bin/python ] && host_python=.venv/bin/python  # (make setup)
+  "$host_python" -m pip download -q --only-binary=:all: --python-version 3.11 --implementation cp \
+    --abi cp311 --abi abi3 --abi none --platform manylinux_2_28_aarch64 \
+    --platform manylinux_2_27_aarch64 --platform manylinux_2_17_aarch64 \
+    --platform manylinux2014_aarch64 -d "$WHEELS" -r requirements-arm64.txt
+  mkdir -p "$ROOTFS.part/wheels" && cp "$WHEELS"/*.whl requirements-arm64.txt "$ROOTFS.part/wheels/"
+  chroot "$ROOTFS.part" /usr/bin/python3 -m venv /opt/venv
+  chroot "$ROOTFS.part" /opt/venv/bin/pip install -q --no-index --find-links /wheels \
+    -r /wheels/requirements-arm64.txt
+  rm -rf "$ROOTFS.part/wheels" "$ROOTFS.part/var/cache/apt/archives/"*.deb
+  echo "$STAMP_WANT" > "$ROOTFS.part/.dense-perception-stamp"
+  mv "$ROOTFS.part" "$ROOTFS"
+  say "root filesystem ready in $((SECONDS - t0)) s"
+fi
+
+# 4. Real architectures (DA3 export, TIPSv2 class) for the fp16 agreement test, built on this
+#    machine with torch (.venv-bench, make torch-env); cached with a stamp.
+if [ -x .venv-bench/bin/python ]; then
+  .venv-bench/bin/python -m tools.arm64.make_fp16_models --out "$CACHE/arm64-models"
+else
+  say "no .venv-bench (make torch-env): the fp16 agreement tests will fail for want of models"
+fi
+
+# 5. qemu-user (Debian 12: 7.2) shows the host's x86 /proc/cpuinfo, on which XNNPACK's cpuinfo
+#    crashes (CompiledModel segfaults; the Interpreter silently loses XNNPACK). The chroot gets
+#    a Raspberry Pi 5's: Cortex-A76 (0x41/0xd0b) with its features, one entry per host CPU.
+CPUINFO=$CACHE/arm64-cpuinfo
+for ((i = 0; i < $(nproc --all); i++)); do
+  printf 'processor\t: %d\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\nCPU part\t: 0xd0b\nCPU revision\t: 1\n\n' "$i"
+done > "$CPUINFO"
+
+# 6. The tests, in the chroot, on this checkout bind-mounted at /repo (private mounts: they
+#    vanish with the namespace, whatever happens).
+[ $# -gt 0 ] || set -- "${ARM64_TESTS[@]}"
+t0=$SECONDS
+say "$(chroot "$ROOTFS" /opt/venv/bin/python -c 'import platform, ai_edge_litert, importlib.metadata as m; print(platform.machine(), "Python", platform.python_version(), "ai-edge-litert", m.version("ai-edge-litert"))')"
+mkdir -p "$ROOTFS/repo"
+unshare --mount --propagation private bash -c '
+  set -e
+  mount --bind "$1" "$2/repo"; mount -t proc proc "$2/proc"; mount --rbind /dev "$2/dev"
+  mount --bind "$3" "$2/proc/cpuinfo"
+  mount --rbind /sys "$2/sys"  # XNNPACK reads the CPU lists there (without: CompiledModel fails)
+  shift 3
+  exec chroot "'"$ROOTFS"'" /usr/bin/env -i PATH=/opt/venv/bin:/usr/bin:/bin HOME=/tmp \
+    LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
+' bash "$REPO" "$ROOTFS" "$CPUINFO" "$@"
+say "tests took $((SECONDS - t0)) s"
