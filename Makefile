@@ -78,7 +78,7 @@ test-arm64: torch-env
 
 # The node tests over DDS again under ROS 2 Jazzy's wheels (rclpy 7.1), in their own venv.
 test-jazzy: $(VENV_JAZZY)/.ready
-	$(VENV_JAZZY)/bin/python -m pytest -q -m ros
+	$(VENV_JAZZY)/bin/python -m pytest -q -m "ros and not gpu"
 	$(VENV_JAZZY)/bin/python -m pytest -q test/test_messages.py test/test_ros_compat.py
 
 # Other Pythons: Humble's (3.10) and Ubuntu 24.04's (3.12, where robots run Jazzy), each in a
@@ -103,7 +103,7 @@ $(PY_EXTRA:%=test-py%): test-py%:
 	@if [ -z "$(call find_python,$(call dotted,$*))" ]; then \
 	  echo "test-py$*: no Python $(call dotted,$*) interpreter on this machine; not run"; \
 	else $(MAKE) --no-print-directory .venv-py$*/.ready && \
-	  .venv-py$*/bin/python -m pytest -q -m "not export"; fi
+	  .venv-py$*/bin/python -m pytest -q -m "not export and not gpu"; fi
 
 # The install recipes of the README, each in a fresh venv: the offline section (pip install .,
 # then dense-perception on a bag) and the robot recipe on Debian's own externally managed

@@ -9,6 +9,7 @@ agreement does. On x86_64 the fallback and its one-line reason are checked inste
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from conftest import DA3_TEST_MODEL, REPO
 from dense_perception.core import cpu_precision as cp
 from dense_perception.core.runner import ModelLoadError, open_runner
 
-MODELS = REPO / ".cache" / "arm64-models"
+# make test-arm64 mounts the models it built here and names the folder.
+MODELS = Path(os.environ.get("DENSE_PERCEPTION_ARM64_MODELS", REPO / ".cache" / "arm64-models"))
 ON_ARM = platform.machine().lower() in ("aarch64", "arm64")
 arm_only = pytest.mark.skipif(not ON_ARM, reason="fp16 arithmetic runs on aarch64 (make test-arm64)")
 

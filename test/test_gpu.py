@@ -17,6 +17,8 @@ from dense_perception.core.gpu_runner import GpuProcessRunner
 from dense_perception.core.pipeline import Request, load_pipeline
 from dense_perception.core.runner import CompiledModelRunner, open_runner
 
+pytestmark = pytest.mark.gpu
+
 # The cards' GPU-vs-CPU figures (shared/model-cards); ours must be at least as close.
 CARD_DA3_PEARSON = 0.99975
 CARD_TIPS_DEPTH, CARD_TIPS_NORMALS, CARD_TIPS_SEG = 0.99986, 0.99990, 0.993

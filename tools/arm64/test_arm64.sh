@@ -90,14 +90,15 @@ done > "$CPUINFO"
 [ $# -gt 0 ] || set -- "${ARM64_TESTS[@]}"
 t0=$SECONDS
 say "$(chroot "$ROOTFS" /opt/venv/bin/python -c 'import platform, ai_edge_litert, importlib.metadata as m; print(platform.machine(), "Python", platform.python_version(), "ai-edge-litert", m.version("ai-edge-litert"))')"
-mkdir -p "$ROOTFS/repo"
+mkdir -p "$ROOTFS/repo" "$ROOTFS/arm64-models" "$CACHE/arm64-models"
 unshare --mount --propagation private bash -c '
   set -e
   mount --bind "$1" "$2/repo"; mount -t proc proc "$2/proc"; mount --rbind /dev "$2/dev"
   mount --bind "$3" "$2/proc/cpuinfo"
+  mount --bind "$4" "$2/arm64-models"
   mount --rbind /sys "$2/sys"  # XNNPACK reads the CPU lists there (without: CompiledModel fails)
-  shift 3
+  shift 4
   exec chroot "'"$ROOTFS"'" /usr/bin/env -i PATH=/opt/venv/bin:/usr/bin:/bin HOME=/tmp \
-    LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
-' bash "$REPO" "$ROOTFS" "$CPUINFO" "$@"
+    LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 DENSE_PERCEPTION_ARM64_MODELS=/arm64-models bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
+' bash "$REPO" "$ROOTFS" "$CPUINFO" "$CACHE/arm64-models" "$@"
 say "tests took $((SECONDS - t0)) s"
