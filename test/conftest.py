@@ -10,6 +10,10 @@ REPO = Path(__file__).resolve().parents[1]
 MODELS_DIR = REPO / "models"
 DA3_TEST_MODEL = str(MODELS_DIR / "test_da3_small.tflite")
 TIPS_TEST_MODEL = str(MODELS_DIR / "test_tipsv2_b14_dpt.tflite")
+# How long a test waits for the DDS graph to show a change. An endpoint of a node process that
+# an earlier test killed stays in the graph until its participant's lease runs out (Fast DDS:
+# 20 s), so waits for something to leave the graph allow more than that.
+GRAPH_TIMEOUT = 30.0
 
 
 def load_test_model_maker():

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL  # noqa: E402
+from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT  # noqa: E402
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from ros_harness import Harness, LifecycleClient, wait_until  # noqa: E402
 
@@ -53,27 +53,27 @@ def test_lifecycle_transitions_over_dds():
         # configure: the model is loaded, outputs exist, but no camera subscription yet.
         transition(Transition.TRANSITION_CONFIGURE)
         assert state() == State.PRIMARY_STATE_INACTIVE and len(loads) == 1
-        wait_until(depth_publisher_exists, 10, "depth/image advertised")
-        wait_until(lambda: h.perception.outputs.listened(), 10, "our subscription matched")
+        wait_until(depth_publisher_exists, GRAPH_TIMEOUT, "depth/image advertised")
+        wait_until(lambda: h.perception.outputs.listened(), GRAPH_TIMEOUT, "our subscription matched")
         h.diagnostics(lambda d: d[1].startswith("inactive"))
         assert not h.camera_subscribed()
 
         # activate: it subscribes to the camera and publishes.
         transition(Transition.TRANSITION_ACTIVATE)
         assert state() == State.PRIMARY_STATE_ACTIVE
-        wait_until(h.camera_subscribed, 10, "the node subscribes to the camera")
+        wait_until(h.camera_subscribed, GRAPH_TIMEOUT, "the node subscribes to the camera")
         frame_gives_output()
 
         # deactivate: no camera, no inference, the model stays loaded.
         transition(Transition.TRANSITION_DEACTIVATE)
         assert state() == State.PRIMARY_STATE_INACTIVE
-        wait_until(lambda: not h.camera_subscribed(), 10, "the node unsubscribes")
+        wait_until(lambda: not h.camera_subscribed(), GRAPH_TIMEOUT, "the node unsubscribes")
         runner = h.perception.pipeline.runner
         assert runner is loads[0]
 
         # activate again: the same model, no reload.
         transition(Transition.TRANSITION_ACTIVATE)
-        wait_until(h.camera_subscribed, 10, "the node subscribes again")
+        wait_until(h.camera_subscribed, GRAPH_TIMEOUT, "the node subscribes again")
         frame_gives_output()
         assert len(loads) == 1
 
@@ -81,7 +81,7 @@ def test_lifecycle_transitions_over_dds():
         transition(Transition.TRANSITION_DEACTIVATE)
         transition(Transition.TRANSITION_CLEANUP)
         assert state() == State.PRIMARY_STATE_UNCONFIGURED and h.node.perception is None
-        wait_until(lambda: not depth_publisher_exists(), 10, "depth/image withdrawn")
+        wait_until(lambda: not depth_publisher_exists(), GRAPH_TIMEOUT, "depth/image withdrawn")
 
         # configure again loads the model again.
         transition(Transition.TRANSITION_CONFIGURE)

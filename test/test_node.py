@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL, hardware_gpu  # noqa: E402
+from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, hardware_gpu  # noqa: E402
 from model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame,  # noqa: E402
                          tips_depth_of, tips_normals_of)
 from ros_harness import Harness, camera_info, wait_until  # noqa: E402
@@ -142,7 +142,7 @@ def test_da3_publishes_depth_only_and_16uc1_millimetres(harness_factory):
         return ({"/depth/image", "/depth/camera_info", "/depth/colored", "/points"} <= names
                 and not any(t.startswith(("/normals", "/segmentation")) for t in names))
     # The graph can list an earlier test's node of the same name for a moment: wait for ours.
-    h.wait_until(lambda: depth_only(published()), 10, "only the DA3 outputs in the graph")
+    h.wait_until(lambda: depth_only(published()), GRAPH_TIMEOUT, "only the DA3 outputs in the graph")
     h.wait_matched(("depth/image",))
     exact = gradient_frame(1280, 720)
     header = h.header()
@@ -236,14 +236,14 @@ def test_camera_is_subscribed_only_while_an_output_is(harness_factory):
     # Nobody listens: the node does not even subscribe, so frames cost it nothing. (The graph
     # is checked with a wait: it may still list an earlier test's node for a moment.)
     assert not h.perception.camera.subscribed
-    wait_until(lambda: not h.camera_subscribed(), 10, "no camera subscription in the graph")
+    wait_until(lambda: not h.camera_subscribed(), GRAPH_TIMEOUT, "no camera subscription in the graph")
     h.subscribe("depth/image")
     h.wait_matched(("depth/image",))
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header())
     h.wait_for("depth/image")
     assert hooks[0].runs == 1
     h.unsubscribe("depth/image")
-    wait_until(lambda: not h.camera_subscribed(), 10, "the node unsubscribes from the camera")
+    wait_until(lambda: not h.camera_subscribed(), GRAPH_TIMEOUT, "the node unsubscribes from the camera")
     # Diagnostics go on: the frame processed, and no camera subscription now.
     h.diagnostics(lambda d: d[2]["input QoS"] == "-" and d[2]["frames processed"] == "1")
 
@@ -259,7 +259,7 @@ def test_graph_polling_fallback_without_matched_events(harness_factory, monkeypa
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header())
     h.wait_for("depth/image")
     h.unsubscribe("depth/image")
-    wait_until(lambda: not h.camera_subscribed(), 10, "the node unsubscribes from the camera")
+    wait_until(lambda: not h.camera_subscribed(), GRAPH_TIMEOUT, "the node unsubscribes from the camera")
 
 
 def image_subscription_reliability(h, topic="/image"):
@@ -386,11 +386,11 @@ def test_camera_publisher_going_away_and_coming_back_reliable(harness_factory):
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), first)
     h.wait_for("depth/image", where=lambda m: m.header.stamp == first.stamp)
     h.client.destroy_publisher(h.player.image_pub)
-    wait_until(lambda: h.node.count_publishers("/image") == 0, 10, "the camera is gone")
+    wait_until(lambda: h.node.count_publishers("/image") == 0, GRAPH_TIMEOUT, "the camera is gone")
     h.player.image_pub = h.client.create_publisher(Image, "image", camera_qos(reliable=True))
     wait_until(lambda: image_subscription_reliability(h) == ReliabilityPolicy.RELIABLE, 10,
                "the node subscribes reliably")
-    wait_until(lambda: h.player.image_pub.get_subscription_count() > 0, 10, "re-matched")
+    wait_until(lambda: h.player.image_pub.get_subscription_count() > 0, GRAPH_TIMEOUT, "re-matched")
     again = h.header()
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), again)
     assert h.wait_for("depth/image", where=lambda m: m.header.stamp == again.stamp)
@@ -418,6 +418,6 @@ def test_publisher_qos_override(harness_factory):
         infos = [i for i in h.client.get_publishers_info_by_topic(topic)
                  if i.node_name == "dense_perception"]
         return infos[0].qos_profile.reliability if infos else None
-    wait_until(lambda: reliability("/points") is not None, 10, "points advertised")
+    wait_until(lambda: reliability("/points") is not None, GRAPH_TIMEOUT, "points advertised")
     assert reliability("/points") == ReliabilityPolicy.BEST_EFFORT
     assert reliability("/depth/image") == ReliabilityPolicy.RELIABLE
