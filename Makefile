@@ -64,8 +64,10 @@ $(VENV_JAZZY)/.ready: requirements.txt requirements-test.txt requirements-jazzy.
 models: setup
 	$(PY) models/make_test_models.py --out-dir models
 
+# Everything but the GPU tests, which make test-gpu runs once it has set up a Vulkan device (their
+# timing checks are meant for a machine doing nothing else).
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not gpu"
 
 # The ROS-free core tests (runner, pipeline, models, offline command, cpu_precision fp16) on a
 # Debian 12 arm64 userland under qemu-user-static with the aarch64 wheels a Pi 5 installs
