@@ -27,13 +27,18 @@ OUTPUT_TOPICS["/diagnostics"] = DiagnosticArray
 TOPIC_KEYS = {topic: key for key, (topic, _, _) in OUTPUTS.items()}
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``predicate`` (graph state has no callback to wait on) until true or ``timeout``."""
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
+               executor: Any = None) -> None:
+    """Poll ``predicate`` (graph state has no callback to wait on) until true or ``timeout``,
+    spinning ``executor`` meanwhile when the caller has no executor thread of its own."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for: {what}")
-        time.sleep(0.02)
+        if executor is not None:
+            executor.spin_once(timeout_sec=0.05)
+        else:
+            time.sleep(0.02)
 
 
 class Harness:

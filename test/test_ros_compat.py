@@ -4,7 +4,6 @@ the venv has: Kilted in .venv (make test), Jazzy in .venv-jazzy (make test-jazzy
 import importlib.metadata
 import re
 import threading
-import time
 
 import pytest
 
@@ -18,22 +17,12 @@ from rcl_interfaces.srv import DescribeParameters  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 from conftest import DA3_TEST_MODEL  # noqa: E402
+from ros_harness import wait_until  # noqa: E402
 from dense_perception.ros import compat  # noqa: E402
 from dense_perception.ros.node import DensePerceptionNode  # noqa: E402
 
 pytestmark = pytest.mark.ros
 TIMEOUT = 15.0
-
-
-def wait_until(predicate, what: str, executor=None, timeout: float = TIMEOUT):
-    """Poll ``predicate`` (spinning ``executor`` if given) until it holds, or fail."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        if executor is not None:
-            executor.spin_once(timeout_sec=0.05)
-        else:
-            time.sleep(0.02)
 
 
 @pytest.fixture
@@ -73,7 +62,7 @@ def test_qos_overrides_reach_only_their_own_topic(context):
     def reliability(topic: str, publisher: bool) -> ReliabilityPolicy:
         info = probe.get_publishers_info_by_topic if publisher \
             else probe.get_subscriptions_info_by_topic
-        wait_until(lambda: info(topic), f"{topic} in the graph")
+        wait_until(lambda: info(topic), TIMEOUT, f"{topic} in the graph")
         (endpoint,) = info(topic)
         return endpoint.qos_profile.reliability
 
@@ -96,10 +85,10 @@ def test_parameter_descriptors_over_the_describe_service(context):
     try:
         client = client_node.create_client(DescribeParameters,
                                            "/dense_perception/describe_parameters")
-        wait_until(client.service_is_ready, "describe_parameters service", executor)
+        wait_until(client.service_is_ready, TIMEOUT, "describe_parameters service", executor)
         future = client.call_async(DescribeParameters.Request(
             names=["num_threads", "relative_depth_scale", "fit", "publish_depth"]))
-        wait_until(future.done, "describe_parameters answer", executor)
+        wait_until(future.done, TIMEOUT, "describe_parameters answer", executor)
         threads, scale, fit, publish = future.result().descriptors
         # The values of core/parameters.py's table, written out.
         assert [(r.from_value, r.to_value, r.step) for r in threads.integer_range] == \
@@ -134,7 +123,7 @@ def test_incompatible_qos_event_callback(context):
                                  QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
                                  **compat.subscription_events(on_incompatible))
         node.create_publisher(Image, "compat_events_image", qos_profile_sensor_data)
-        wait_until(seen.is_set, "incompatible QoS event", executor)
+        wait_until(seen.is_set, TIMEOUT, "incompatible QoS event", executor)
         assert events[0].total_count >= 1
         assert compat.subscription_events(None) == {}
     finally:
