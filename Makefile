@@ -182,8 +182,9 @@ $(VENV_FLEET)/.ready: requirements.txt requirements-test.txt requirements-fleet.
 test-fleet: $(VENV_FLEET)/.ready
 	$(VENV_FLEET)/bin/python -m pytest -q test/test_fleet_ray.py
 
-# Throughput with 1 and 2 Ray workers (1 thread each) on the same bags, paired rounds.
-bench-fleet: $(VENV_FLEET)/.ready
+# Throughput with 1 and 2 Ray workers (1 thread each) on the same bags, paired rounds, with a
+# real-size model (DA3-Small exported at 518 with int8 weights, from bench-menu).
+bench-fleet: $(VENV_FLEET)/.ready bench-menu
 	$(VENV_FLEET)/bin/python -m tools.bench_fleet
 
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.

@@ -99,6 +99,22 @@ def test_ordered_keeps_order_with_passthroughs_and_bounds_work_in_flight():
     assert most[0] == 1  # one worker: stage one never runs twice at once
 
 
+def test_ordered_with_one_in_flight_runs_the_stages_one_after_another():
+    """in_flight=1 (a Ray worker granted one CPU): stage one of the next item starts only
+    after the caller has taken the previous item back, so the two stages never overlap."""
+    log = []
+    stage = OrderedTwoStage(lambda item: log.append(("first", item)) or item, in_flight=1)
+    try:
+        for item in range(4):
+            for done, _ in stage.add(item):
+                log.append(("second", done))
+        for done, _ in stage.drain():
+            log.append(("second", done))
+    finally:
+        stage.close()
+    assert log == [(step, i) for i in range(4) for step in ("first", "second")]
+
+
 def test_ordered_hands_back_each_item_once_the_next_has_started():
     release = threading.Event()
     stage = OrderedTwoStage(lambda item: release.wait(5) and item)

@@ -1,6 +1,7 @@
 """``make bench-fleet``: throughput of ``dense-perception process --ray`` with 1 and 2 workers.
 
-The same set of bags (the sample scene, 640x480 rgb8 with CameraInfo, MCAP) is processed with
+The same set of bags (the sample scene, 640x480 rgb8 with CameraInfo, MCAP) is processed, with
+a real-size model by default (``--model``: DA3-Small exported at 518 with int8 weights), with
 ``--workers 1`` and ``--workers 2`` (1 thread each) on one local Ray instance, in paired
 rounds (1, 2, 1, 2, ...), every run from scratch (``--force``). Throughput = frames / wall time
 of the whole run as the fleet summary gives it (actor start and model load included; Ray's own
@@ -24,7 +25,10 @@ import numpy as np
 from dense_perception.offline import bagio, cli
 from tools.scene import make_sample_scene, scene_intrinsics
 
-MODEL = "models/test_tipsv2_b14_dpt.tflite"
+# A real-size model, so that a frame's work is mostly inference as with the real files: DA3-Small
+# exported at 294x518 with int8 weights (random weights; `make bench-menu` builds it), about
+# 0.23 s per frame on one thread here. The 5 kB test models make a frame mostly bag I/O.
+MODEL = ".cache/bench_models/menu/da3_cpu_294x518_int8.tflite"
 
 
 def write_bags(folder: Path, bags: int, frames: int) -> list[Path]:
@@ -56,13 +60,18 @@ def write_bags(folder: Path, bags: int, frames: int) -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bags", type=int, default=8)
-    parser.add_argument("--frames", type=int, default=120, help="frames per bag")
+    parser.add_argument("--frames", type=int, default=24, help="frames per bag")
+    parser.add_argument("--model", default=MODEL)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", default="1,2", help="worker counts to compare")
     parser.add_argument("--outputs", default="depth", help="--outputs of the runs (depth: the "
                         "work is mostly the model's, as with a real model, not writing)")
     parser.add_argument("--out", default="bench_out/fleet.json")
     args = parser.parse_args()
+    if not Path(args.model).exists():
+        print(f"{args.model} is missing: run `make bench-menu` first (make bench-fleet does)",
+              file=sys.stderr)
+        return 1
     import ray
     counts = [int(n) for n in args.workers.split(",")]
     cpus = os.cpu_count() or 1
@@ -77,7 +86,7 @@ def main() -> int:
             for n in counts:
                 out = Path(tmp) / f"out_{n}"
                 code = cli.main(["process", *map(str, bags), "--out", str(out), "--model",
-                                 MODEL, "--backend", "cpu", "--ray", "--workers", str(n),
+                                 args.model, "--backend", "cpu", "--ray", "--workers", str(n),
                                  "--threads-per-worker", "1", "--force", "--copy", "none",
                                  "--outputs", args.outputs])
                 summary = json.loads((out / "fleet_summary.json").read_text())
@@ -93,7 +102,7 @@ def main() -> int:
     ray.shutdown()
     fps = {n: statistics.median(x["fps"] for x in results[n]) for n in counts}
     load = os.getloadavg()[0]  # other work on the machine takes cores from the workers
-    report = {"bags": args.bags, "frames_per_bag": args.frames, "cpus": cpus, "model": MODEL,
+    report = {"bags": args.bags, "frames_per_bag": args.frames, "cpus": cpus, "model": args.model,
               "outputs": args.outputs,
               "load_average_1min": [round(load_start, 2), round(load, 2)],
               "runs": {str(n): results[n] for n in counts},
@@ -104,7 +113,7 @@ def main() -> int:
                   for n in counts}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\n{args.bags} bags x {args.frames} frames (640x480), {MODEL}, --outputs "
+    print(f"\n{args.bags} bags x {args.frames} frames (640x480), {args.model}, --outputs "
           f"{args.outputs}, 1 thread per worker, "
           f"{cpus} CPUs, load average {load_start:.1f} at the start, {load:.1f} at the end:")
     for n in counts:

@@ -8,7 +8,10 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   requirements installed; this package's own code is shipped with the job). A Ray instance the
   caller already started (``ray.is_initialized()``) is used as it is.
 - ``--workers N`` actors with ``--threads-per-worker T`` CPUs each (``num_cpus=T`` and T LiteRT
-  threads); N x T must fit the cluster's CPUs and T one node's. Default N: CPUs // T.
+  threads); N x T must fit the cluster's CPUs and T one node's. Default N: CPUs // T. With
+  T = 1 a worker runs each frame's stages one after another (the in-process path overlaps
+  inference with finishing and writing on a second thread, which would take a second core);
+  with T >= 2 it overlaps them.
 - Each actor builds a ``ModelSession`` (model loaded once) and runs ``fleet.run_one`` for whole
   inputs, the in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
@@ -43,7 +46,9 @@ def _worker_class(ray: Any) -> Any:
 
         def __init__(self, options: dict[str, Any]) -> None:
             from dense_perception.offline.process import ModelSession
-            self.session = ModelSession(argparse.Namespace(**options))
+            # One CPU granted: no overlap thread, so N workers x 1 thread really use N cores.
+            self.session = ModelSession(argparse.Namespace(**options),
+                                        overlap=options["threads"] > 1)
             self.session.pipeline()
             self.frames = 0
 

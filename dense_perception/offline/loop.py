@@ -128,12 +128,13 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                target: Target, total: int | None, max_frames: int,
                after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
                scaler: Any = None, progress: Callable[[int], None] | None = None,
-               quiet: bool = False) -> int:
+               quiet: bool = False, overlap: bool = True) -> int:
     """Run every event through the pipeline into ``target``, close it (writing summary.json
     from ``summary``) and return the exit status.
 
     ``progress(n)`` (many inputs) is told of every frame instead of this run's own bar;
-    ``quiet`` leaves the closing line and error to the caller (they are in ``summary``).
+    ``quiet`` leaves the closing line and error to the caller (they are in ``summary``);
+    ``overlap=False`` runs each frame's stages one after another (one core's worth of work).
     """
     from tqdm import tqdm
 
@@ -178,7 +179,7 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     overlap: OrderedTwoStage[Frame | Copy, Any] = OrderedTwoStage(
         lambda f: pipeline.infer(f.image, f.encoding, request,
                                  pipeline.camera_from_info(f.camera_info)),
-        in_flight=2, catch=(ValueError,), name="dense-perception-infer")
+        in_flight=2 if overlap else 1, catch=(ValueError,), name="dense-perception-infer")
     stop = _StopOnSigint()
     started = time.monotonic()
     interrupted, error = False, None

@@ -101,8 +101,12 @@ class ModelSession:
     """
 
     def __init__(self, args: argparse.Namespace,
-                 scale_check_kind: Callable[[], str] | None = None) -> None:
+                 scale_check_kind: Callable[[], str] | None = None, *,
+                 overlap: bool = True) -> None:
         self.args = args
+        # Overlap: the next frame's inference runs on a second thread while this one is
+        # finished and written. A Ray worker granted one CPU turns it off, so that it uses one.
+        self.overlap = overlap
         self.config = PipelineConfig(
             fit=args.fit, output_resolution=args.output_resolution,
             relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
@@ -264,7 +268,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                   flush=True)
         code = run_frames(pipeline, session.request, events, target, total, args.max_frames,
                           after_frame, summary, scaler=scaler, progress=progress,
-                          quiet=quiet)
+                          quiet=quiet, overlap=session.overlap)
         return code, summary
     finally:
         for close in reversed(cleanup):
