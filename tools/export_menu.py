@@ -7,7 +7,11 @@ published file:
 * ``da3_gpu_504x896_fp16.tflite``: the published file's graph and arithmetic
   (``export-da3 --gpu-clean --fp16`` at 504x896); the speed reference;
 * ``da3_cpu_504x896_fp32.tflite``: the fidelity reference (CPU rewrites only, all exact);
-* CPU builds at long side 896, 644 and 518 with fp16 and dynamic-range int8 weights.
+* CPU builds at long side 896, 644 and 518 with fp16 and dynamic-range int8 weights;
+* ``attention_core_504x896.tflite``: one fp32 attention core of the 504x896 model (the part
+  weights-only quantisation cannot touch), timed x 12 blocks as the full-size speed limit.
+
+``--checkpoint`` builds the menu from the real weights, where they can be had.
 
 ``measure`` (LiteRT only: runs on a Pi 5 as well) loads every file, times bare invokes in
 interleaved rounds (A B C ... A B C ..., so the machine's drift hits all alike), and reports
@@ -35,6 +39,11 @@ from pathlib import Path
 import numpy as np
 
 PUBLISHED = "da3_gpu_504x896_fp16.tflite"
+# One attention core (softmax(Q K^T / 8) V) of DA3-Small's ViT-S at 504x896: 6 heads of 64 over
+# the 36 x 64 patch tokens and the class token. The model runs it in each of its 12 blocks.
+ATTENTION = "attention_core_504x896.tflite"
+ATTENTION_SHAPE = (1, 6, 1 + 36 * 64, 3 * 64)  # q | k | v side by side
+VIT_BLOCKS = 12
 REFERENCE = "da3_cpu_504x896_fp32.tflite"
 LONG_SIDES = (896, 644, 518)
 CARD_PI5_MS = 4201.0  # DA3-Small card: Raspberry Pi 5, XNNPACK, 4 threads, published file
@@ -68,8 +77,10 @@ def menu() -> list[Variant]:
 
 # ---- build (torch) ----------------------------------------------------------------------------
 
-def build(out: Path) -> None:
-    """Convert each (build, size) once and write its weight variants (skips existing files)."""
+def build(out: Path, checkpoint: str | None = None) -> None:
+    """Convert each (build, size) once and write its weight variants (skips existing files).
+    ``checkpoint``: the real DA3-Small weights instead of random ones (then the scene
+    correlations measure what resolution costs in depth, not a random network's response)."""
     import torch
 
     from dense_perception.export.convert import convert, with_weights, write_atomic
@@ -85,13 +96,29 @@ def build(out: Path) -> None:
         if not todo:
             continue
         t0 = time.perf_counter()
-        model = build_export_model(w, h, seed=0, gpu_clean=kind == "gpu")[0]
+        model = build_export_model(w, h, seed=0, gpu_clean=kind == "gpu",
+                                   checkpoint=checkpoint)[0]
         sample = torch.from_numpy(fidelity_inputs(w, h, 0)["scene"])
         fp32 = convert(model, sample)
         for v in todo:
             write_atomic(out / v.file, with_weights(fp32, v.weights))
         print(f"built {', '.join(v.file for v in todo)} in {time.perf_counter() - t0:.0f} s",
               flush=True)
+    if not (out / ATTENTION).exists():
+        write_atomic(out / ATTENTION, convert(attention_core(), torch.zeros(ATTENTION_SHAPE)))
+
+
+def attention_core() -> "torch.nn.Module":
+    """One attention core as a module: [1, heads, tokens, 3 x 64] (q | k | v) -> [.., 64]."""
+    import torch.nn.functional as F
+    from torch import nn
+
+    class AttentionCore(nn.Module):
+        def forward(self, qkv):
+            d = ATTENTION_SHAPE[-1] // 3
+            return F.scaled_dot_product_attention(qkv[..., :d], qkv[..., d:2 * d],
+                                                  qkv[..., 2 * d:])
+    return AttentionCore()
 
 
 # ---- measure (LiteRT only) --------------------------------------------------------------------
@@ -149,6 +176,8 @@ def measure(folder: Path, threads: int, rounds: int, fp16_arith: bool = True) ->
                          "corr_scene": round(compare(ref_scene, up)["corr"], 5),
                          "corr_noise": round(compare(ref_noise, run(key, noise))["corr"], 5)
                          if same else None})
+    if (folder / ATTENTION).exists():  # the fp32 attention that int8 weights leave as it is
+        runners[(ATTENTION, "fp32")] = InterpreterRunner(str(folder / ATTENTION), threads)
     # Bare invokes, interleaved: round r runs every runner once (round 0 warms up).
     times: dict[tuple[str, str], list[float]] = {key: [] for key in runners}
     for r in range(rounds + 1):
@@ -165,6 +194,10 @@ def measure(folder: Path, threads: int, rounds: int, fp16_arith: bool = True) ->
         if published:
             row["speed_vs_published"] = round(published / ms, 2)
             row["pi5_predicted_s"] = round(CARD_PI5_MS / 1000.0 * ms / published, 2)
+    if (ATTENTION, "fp32") in times and published:
+        floor = VIT_BLOCKS * statistics.median(times[(ATTENTION, "fp32")])
+        rows.append({"file": ATTENTION, "arith": "fp32", "attention_ms": round(floor, 1),
+                     "blocks": VIT_BLOCKS, "max_speed_full_size": round(published / floor, 2)})
     return rows
 
 
@@ -173,7 +206,10 @@ def table(rows: list[dict]) -> str:
     head = (f"{'file':32} {'arith':>5} {'input':>8} {'weights':>7} {'MB':>6} {'invoke ms':>10} "
             f"{'x publ.':>8} {'corr scene':>11} {'corr noise':>11} {'Pi 5 s (pred.)':>15}")
     lines = [head]
+    floor = next((r for r in rows if r["file"] == ATTENTION), None)
     for r in rows:
+        if r is floor:
+            continue
         noise = f"{r['corr_noise']:.5f}" if r.get("corr_noise") is not None else "-"
         lines.append(f"{r['file']:32} {r['arith']:>5} {r['input']:>8} {r['weights']:>7} {r['size_mb']:>6} "
                      f"{r['invoke_ms']:>10} {r.get('speed_vs_published', '-'):>8} "
@@ -183,6 +219,12 @@ def table(rows: list[dict]) -> str:
                  "(noise) and arithmetic + resolution (scene), not perception. Pi 5 s: the "
                  f"card's {CARD_PI5_MS / 1000:.1f} s for the published file x this machine's "
                  "invoke ratio - a prediction, not a measurement.")
+    if floor:
+        lines.append(f"Attention floor: {floor['blocks']} x the fp32 attention core (softmax(QK^T)V, "
+                     f"6 heads x 64, {ATTENTION_SHAPE[2]} tokens) = {floor['attention_ms']} ms. "
+                     "Weights-only int8/fp16 leave it in fp32, so no full-size file of this menu "
+                     f"can beat the published one by more than {floor['max_speed_full_size']}x "
+                     "on this CPU, however fast the rest becomes.")
     return "\n".join(lines)
 
 
@@ -194,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="export the menu's files (torch)")
     b.add_argument("--out", default=".cache/bench_models/menu")
+    b.add_argument("--checkpoint", help="the real DA3-Small weights (depth-anything/DA3-SMALL "
+                   "folder or model.safetensors) instead of random ones")
     m = sub.add_parser("measure", help="time and compare the files (LiteRT)")
     m.add_argument("--models", default=".cache/bench_models/menu")
     m.add_argument("--threads", type=int, default=default_num_threads())
@@ -203,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip the fp16-arithmetic rows on CPUs with native fp16 (half the memory)")
     args = parser.parse_args(argv)
     if args.command == "build":
-        build(Path(args.out))
+        build(Path(args.out), args.checkpoint)
         return 0
     rows = measure(Path(args.models), args.threads, args.rounds, not args.no_fp16_arith)
     print(table(rows))
