@@ -124,6 +124,28 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
     assert partial["interrupted"] is True and 0 < partial["frames"] < 400
 
 
+@pytest.mark.timeout(60)
+def test_ctrl_c_between_an_output_and_its_report_counts_it_done(tmp_path, monkeypatch):
+    """Ctrl-C after a worker renamed its finished output into place but before its row came
+    back (on Ray, the driver may be told later): the summary says done, from the output."""
+    from dense_perception.offline import fleet
+    write_bag(tmp_path / "bags" / "a", "mcap", frames=2)
+    write_bag(tmp_path / "bags" / "b", "sqlite3", frames=2)
+    real_run_one = fleet.run_one
+
+    def finish_then_ctrl_c(*args, **kwargs):
+        real_run_one(*args, **kwargs)
+        raise KeyboardInterrupt  # the row of "a" never reaches the caller
+
+    monkeypatch.setattr(fleet, "run_one", finish_then_ctrl_c)
+    out = tmp_path / "out"
+    assert process(tmp_path / "bags" / "a", tmp_path / "bags" / "b", "--out", out) == 130
+    by_name, table = rows(out)
+    assert by_name["a"]["status"] == "done" and by_name["a"]["frames"] == 2
+    assert by_name["b"]["status"] == "interrupted" and not (out / "b").exists()
+    assert [r["status"] for r in table] == ["done", "interrupted"]
+
+
 @pytest.mark.timeout(120)
 def test_one_progress_bar_over_all_frames_on_a_terminal(tmp_path):
     import fcntl

@@ -257,7 +257,7 @@ def run_fleet(args: argparse.Namespace,
 
     bar = tqdm(total=sum(j["frames"] for j in jobs), unit="frame", dynamic_ncols=True,
                disable=not interactive(), file=sys.stderr, smoothing=0.1)
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     interrupted = False
     meta: dict[str, Any] = {"ray": None, "workers": 1, "threads_per_worker": args.threads}
 
@@ -282,10 +282,8 @@ def run_fleet(args: argparse.Namespace,
         bar.close()
         seconds = time.monotonic() - started
         for job in jobs:
-            rows.setdefault(job["index"], {
-                "input": job["input"], "output": job["final"], "status": "interrupted",
-                "frames": 0, "skipped_frames": 0, "fps": None, "seconds": None,
-                "retries": 0, "worker": "", "error": None})
+            if job["index"] not in rows:  # not reported back: finished meanwhile, or not
+                rows[job["index"]] = _row_of_unreported(job, key, started_wall)
         table = [rows[i] for i in sorted(rows)]
         frames = sum(r["frames"] for r in table if r["status"] != "skipped")
         report = {"model": session.model_path, "model_sha256": key["model_sha256"],
@@ -304,6 +302,27 @@ def run_fleet(args: argparse.Namespace,
     if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_ERROR if counts["failed"] else EXIT_OK
+
+
+def _row_of_unreported(job: dict[str, Any], key: dict[str, Any],
+                       since: float) -> dict[str, Any]:
+    """The row of an input whose result never reached this process (Ctrl-C): ``done`` when
+    its worker completed the output during this run (renamed into place, summary written
+    after ``since``), else ``interrupted``."""
+    row = {"input": job["input"], "output": job["final"], "status": "interrupted",
+           "frames": 0, "skipped_frames": 0, "fps": None, "seconds": None,
+           "retries": job.get("attempt", 0), "worker": "", "error": None}
+    final = Path(job["final"])
+    summary = finished_summary(final, key)
+    try:
+        written = (final / "summary.json").stat().st_mtime >= since
+    except OSError:
+        written = False
+    if summary is not None and written:
+        row.update(status="done", frames=summary.get("frames", 0),
+                   skipped_frames=summary.get("rejected", 0), fps=summary.get("fps"),
+                   seconds=summary.get("seconds"))
+    return row
 
 
 def _kind_or_bag(path: Path) -> str:
