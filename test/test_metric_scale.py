@@ -220,26 +220,3 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     products = pipeline.finish(raw, k, scaler, 0.1)
     assert products.depth_metric and np.abs(products.depth / z - 1).max() < 0.03
     assert len(products.points) > 0.9 * z.size
-
-
-def test_ground_plane_waits_for_a_camera_info_and_holds_without_one():
-    """A frame with guessed intrinsics (no CameraInfo) gives no ground-plane estimate: before
-    the first real one depth stays withheld; after it the found scale is held, not moved."""
-    from conftest import DA3_TEST_MODEL
-    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
-    request = Request(depth=True)
-    z, _ = FORWARD.depth_and_surface()
-    frame = paint(z / 0.75)
-    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                             config=PipelineConfig(depth_scale_source="ground_plane"))
-    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
-    products = pipeline.finish(pipeline.infer(frame, "rgb8", request), None, scaler, 0.0)
-    assert products.intrinsics_guessed and products.depth is None
-    assert "CameraInfo" in products.scale.reason and products.scale.estimate is None
-    products = pipeline.finish(pipeline.infer(frame, "rgb8", request), intrinsics(FORWARD),
-                               scaler, 0.1)
-    found = products.scale.scale
-    assert abs(found - 0.75) < 0.02
-    # The same floor seen through a 60 deg guess would give another height, hence another scale.
-    products = pipeline.finish(pipeline.infer(frame, "rgb8", request), None, scaler, 0.2)
-    assert products.scale.estimate is None and products.scale.scale == found

@@ -432,19 +432,11 @@ class DepthScaler:
         self.config = config
 
     def update(self, t: float, depth: np.ndarray, k: Intrinsics, plan: FitPlan,
-               output_resolution: str, reference: np.ndarray | None = None, *,
-               k_guessed: bool = False) -> ScaleReport:
+               output_resolution: str, reference: np.ndarray | None = None) -> ScaleReport:
         """Estimate this frame's scale from ``depth`` (relative, on the published grid with
-        intrinsics ``k``), filter it, and report the scale to use (None: not found yet).
-
-        ``k_guessed``: ``k`` is the field-of-view guess (no CameraInfo yet). The ground plane's
-        height depends on the focal length, so such a frame gives no estimate (the filter holds
-        what it has); a reference depth is a ratio of depths and does not need ``k``."""
+        intrinsics ``k``), filter it, and report the scale to use (None: not found yet)."""
         config = self.config
-        if config.source == "ground_plane" and k_guessed:
-            est = Estimate(None, reason="no CameraInfo: the ground plane needs the camera's "
-                                        "focal length, not the fallback_hfov_deg guess")
-        elif config.source == "ground_plane":
+        if config.source == "ground_plane":
             est = ground_plane_scale(depth, k, config.camera_height, config.max_tilt_deg,
                                      config.min_inlier_ratio)
         elif reference is None:

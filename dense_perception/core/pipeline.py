@@ -307,8 +307,7 @@ class DensePipeline:
         if scaler is None:
             return ScaleReport(source, None, False, reason="no scale estimator")
         report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
-                               self.config.output_resolution, reference,
-                               k_guessed=products.intrinsics_guessed)
+                               self.config.output_resolution, reference)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)
         return report
