@@ -2,9 +2,16 @@
 
 import importlib.util
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
+
+# A test run started in the background by a script (`make test &`) inherits SIGINT ignored, and
+# so would every node and command the tests start and then stop with SIGINT (they would hang
+# until killed, leaving their DDS endpoints behind). Restore Python's own handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS_DIR = REPO / "models"
