@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="export the menu's files (torch)")
     b.add_argument("--out", default=".cache/bench_models/menu")
     b.add_argument("--checkpoint", help="the real DA3-Small weights (depth-anything/DA3-SMALL "
-                   "folder or model.safetensors) instead of random ones")
+                   "folder or model.safetensors) instead of random ones; give it an --out of "
+                   "its own, since files already there are kept")
     m = sub.add_parser("measure", help="time and compare the files (LiteRT)")
     m.add_argument("--models", default=".cache/bench_models/menu")
     m.add_argument("--threads", type=int, default=default_num_threads())
