@@ -163,6 +163,20 @@ def frame_count(path: Path, args: argparse.Namespace) -> int:
     return min(count, args.max_frames) if args.max_frames else count
 
 
+def job_row(job: dict[str, Any], status: str, *, worker: str = "",
+            error: str | None = None) -> dict[str, Any]:
+    """A fleet summary row (the CSV_COLUMNS) for ``job`` with no frames done yet."""
+    return {"input": job["input"], "output": job["final"], "status": status, "frames": 0,
+            "skipped_frames": 0, "fps": None, "seconds": None,
+            "retries": job.get("attempt", 0), "worker": worker, "error": error}
+
+
+def frame_counts(summary: dict[str, Any]) -> dict[str, Any]:
+    """The row fields an output's summary.json gives: frames done and skipped, fps."""
+    return {"frames": summary.get("frames", 0), "skipped_frames": summary.get("rejected", 0),
+            "fps": summary.get("fps")}
+
+
 # ---- one input: the function every worker calls ---------------------------------------------
 def run_one(session: ModelSession, job: dict[str, Any],
             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -171,10 +185,7 @@ def run_one(session: ModelSession, job: dict[str, Any],
     KeyboardInterrupt still stops it."""
     started = time.monotonic()
     final, partial = Path(job["final"]), Path(job["partial"])
-    row: dict[str, Any] = {"input": job["input"], "output": job["final"], "status": "failed",
-                           "frames": 0, "skipped_frames": 0, "fps": None, "seconds": None,
-                           "retries": job.get("attempt", 0),
-                           "worker": f"{socket.gethostname()}:{os.getpid()}", "error": None}
+    row = job_row(job, "failed", worker=f"{socket.gethostname()}:{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)  # what a killed worker left
     try:
         code, summary = process_input(session, Path(job["input"]), partial, progress=progress,
@@ -183,8 +194,7 @@ def run_one(session: ModelSession, job: dict[str, Any],
     except Exception as exc:  # noqa: BLE001 - a bad input fails alone
         row["error"] = describe(exc)
     else:
-        row.update(frames=summary.get("frames", 0), skipped_frames=summary.get("rejected", 0),
-                   fps=summary.get("fps"), error=summary.get("error"))
+        row.update(frame_counts(summary), error=summary.get("error"))
         if code == EXIT_OK:
             _publish(partial, final)
             row["status"] = "done"
@@ -242,10 +252,7 @@ def run_fleet(args: argparse.Namespace,
                "partial": str(out_dir / f".{name}.partial"), "key": key, "attempt": 0}
         done = None if args.force else finished_summary(final, key)
         if done is not None:
-            rows[index] = {"input": str(path), "output": str(final), "status": "skipped",
-                           "frames": done.get("frames", 0),
-                           "skipped_frames": done.get("rejected", 0), "fps": done.get("fps"),
-                           "seconds": 0.0, "retries": 0, "worker": "", "error": None}
+            rows[index] = {**job_row(job, "skipped"), **frame_counts(done), "seconds": 0.0}
         else:
             job["frames"] = frame_count(path, args)
             jobs.append(job)
@@ -309,9 +316,7 @@ def _row_of_unreported(job: dict[str, Any], key: dict[str, Any],
     """The row of an input whose result never reached this process (Ctrl-C): ``done`` when
     its worker completed the output during this run (renamed into place, summary written
     after ``since``), else ``interrupted``."""
-    row = {"input": job["input"], "output": job["final"], "status": "interrupted",
-           "frames": 0, "skipped_frames": 0, "fps": None, "seconds": None,
-           "retries": job.get("attempt", 0), "worker": "", "error": None}
+    row = job_row(job, "interrupted")
     final = Path(job["final"])
     summary = finished_summary(final, key)
     try:
@@ -319,9 +324,7 @@ def _row_of_unreported(job: dict[str, Any], key: dict[str, Any],
     except OSError:
         written = False
     if summary is not None and written:
-        row.update(status="done", frames=summary.get("frames", 0),
-                   skipped_frames=summary.get("rejected", 0), fps=summary.get("fps"),
-                   seconds=summary.get("seconds"))
+        row.update(frame_counts(summary), status="done", seconds=summary.get("seconds"))
     return row
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .console import CliError, warn
+from .fleet import job_row
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 
@@ -153,9 +154,9 @@ def run_on_ray(args: argparse.Namespace, jobs: list[dict[str, Any]],
                         warn(f"worker died on {Path(job['input']).name}; retrying it once")
                         queue.appendleft({**job, "attempt": 1})
                         continue
-                    row = _failed(job, f"worker died twice: {_first_line(exc)}")
+                    row = job_row(job, "failed", error=f"worker died twice: {_first_line(exc)}")
                 except RayTaskError as exc:  # a bug (run_one reports bad inputs itself)
-                    row = _failed(job, _first_line(exc))
+                    row = job_row(job, "failed", error=_first_line(exc))
                 finished(row, job["index"])
         return meta
     except KeyboardInterrupt:
@@ -189,12 +190,6 @@ def _poll(ray: Any, actors: list[Any], busy: dict[Any, tuple[int, dict[str, Any]
         if watch is not None:
             watch({"input": job["input"], "partial": job["partial"], "final": job["final"],
                    "attempt": job["attempt"], "pid": pid, "actor_frames": frames})
-
-
-def _failed(job: dict[str, Any], error: str) -> dict[str, Any]:
-    return {"input": job["input"], "output": job["final"], "status": "failed", "frames": 0,
-            "skipped_frames": 0, "fps": None, "seconds": None, "retries": job["attempt"],
-            "worker": "", "error": error}
 
 
 def _first_line(exc: BaseException) -> str:
