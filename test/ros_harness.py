@@ -8,7 +8,8 @@ from collections import defaultdict, deque
 from typing import Any, Callable
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from diagnostic_msgs.msg import DiagnosticArray
@@ -41,6 +42,24 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
             time.sleep(0.02)
 
 
+class RaceTolerantExecutor(SingleThreadedExecutor):
+    """A single-threaded executor that survives rclpy issue 1284.
+
+    rclpy collects the nodes' waitables (every publisher and subscription carries QoS event
+    handlers) and then adds each to the wait set, also one whose destruction was requested
+    after it was collected; that raises ``InvalidHandle`` out of ``spin_once`` and ends a
+    ``spin()`` thread. Tests destroy the client's publishers and subscriptions from the test
+    thread while this executor spins, so the wait is simply started again: the destroyed entity
+    has already left its node's lists and is not collected the next time.
+    """
+
+    def spin_once(self, timeout_sec: float | None = None) -> None:
+        try:
+            super().spin_once(timeout_sec=timeout_sec)
+        except InvalidHandle:
+            pass
+
+
 class Harness:
     """The node under test plus a client that publishes frames and records every output.
 
@@ -69,11 +88,16 @@ class Harness:
         self.compressed_pub = self.player.compressed_pub
         self.info_pub = self.player.info_pub
         self.header = self.player.header
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        # The node spins alone on one thread, as ``dense_perception_node`` spins it, so its
+        # callbacks never run beside each other; the client spins on a thread of its own.
+        self.executor = RaceTolerantExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.executor.add_node(self.client)
-        self._spin = threading.Thread(target=self.executor.spin, daemon=True)
-        self._spin.start()
+        self.client_executor = RaceTolerantExecutor(context=self.context)
+        self.client_executor.add_node(self.client)
+        self._spins = [threading.Thread(target=ex.spin, daemon=True)
+                       for ex in (self.executor, self.client_executor)]
+        for spin in self._spins:
+            spin.start()
 
     @property
     def perception(self):
@@ -113,7 +137,7 @@ class Harness:
     def publish_frame(self, frame: Any, header: Any, encoding: str = "rgb8",
                       info: CameraInfo | None = None) -> None:
         """The player's publish_frame, waiting for the node to hold ``info`` first: image and
-        CameraInfo travel on separate topics and are taken by separate executor threads, so
+        CameraInfo travel on separate topics and the executor may take either first, so
         without this wait the image can be processed first, with the pinhole guess
         (fallback_hfov_deg) instead of this CameraInfo."""
         if info is not None:
@@ -158,8 +182,9 @@ class Harness:
 
     def close(self) -> None:
         self.node.stop()
-        self.executor.shutdown(timeout_sec=2.0)
-        self._spin.join(timeout=2.0)
+        for executor, spin in zip((self.executor, self.client_executor), self._spins):
+            executor.shutdown(timeout_sec=2.0)
+            spin.join(timeout=2.0)
         self.node.destroy_node()
         self.client.destroy_node()
         rclpy.shutdown(context=self.context)

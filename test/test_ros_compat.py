@@ -14,10 +14,12 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from rcl_interfaces.srv import DescribeParameters  # noqa: E402
+from rclpy.exceptions import InvalidHandle  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 
 from conftest import DA3_TEST_MODEL  # noqa: E402
-from ros_harness import wait_until  # noqa: E402
+from ros_harness import RaceTolerantExecutor, wait_until  # noqa: E402
 from dense_perception.ros import compat  # noqa: E402
 from dense_perception.ros.node import DensePerceptionNode  # noqa: E402
 
@@ -134,3 +136,36 @@ def test_incompatible_qos_event_callback(context):
 def test_best_available_is_there_from_iron_on():
     major = int(importlib.metadata.version("rclpy").split(".")[0])
     assert (compat.BEST_AVAILABLE is not None) == (major >= 4)  # Humble's rclpy is 3.x
+
+
+def test_harness_executor_survives_a_waitable_destroyed_after_collection(context):
+    """rclpy issue 1284, made deterministic: a QoS event handler whose destruction was requested
+    while it is still in its node's list (as when another thread destroys the subscription
+    between the executor's collection and its wait). A plain executor raises out of spin_once;
+    the harness's executor carries on and still delivers messages afterwards."""
+    node = rclpy.create_node("compat_race", context=context)
+    got = threading.Event()
+    sub = node.create_subscription(String, "compat_race", lambda m: None, 10)
+    sub.event_handlers[0].destroy()
+    plain = SingleThreadedExecutor(context=context)
+    plain.add_node(node)
+    try:
+        with pytest.raises(InvalidHandle):
+            plain.spin_once(timeout_sec=0.01)
+    except pytest.fail.Exception:
+        pytest.skip("this rclpy leaves destroyed waitables out itself (rclpy 1284 fixed)")
+    finally:
+        plain.shutdown(timeout_sec=1.0)
+    tolerant = RaceTolerantExecutor(context=context)
+    tolerant.add_node(node)
+    try:
+        tolerant.spin_once(timeout_sec=0.01)  # the same wait set: no exception escapes
+        node.destroy_subscription(sub)  # what the other thread was doing
+        node.create_subscription(String, "compat_race", lambda m: got.set(), 10)
+        pub = node.create_publisher(String, "compat_race", 10)
+        wait_until(lambda: pub.get_subscription_count() > 0, TIMEOUT, "matched")
+        pub.publish(String(data="x"))
+        wait_until(got.is_set, TIMEOUT, "the message after the race", tolerant)
+    finally:
+        tolerant.shutdown(timeout_sec=1.0)
+        node.destroy_node()
