@@ -7,6 +7,9 @@ normalize(2r-1, 2g-1, -1), labels = round(149 b) (r, g, b in [0, 1]); DA3 depth 
 0.25 x_g + 0.125 x_b (ImageNet-normalised x).
 """
 
+import time
+from pathlib import Path
+
 import cv2
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
@@ -138,3 +141,16 @@ def write_fleet_bags(folder):
     data = damaged.read_bytes()
     damaged.write_bytes(data[:len(data) // 2])
     return {"good": {"a": 3, "b": 2, "c.mcap": 4}, "damaged": ["d.mcap"]}
+
+
+def wait_for_flushed_messages(folder: Path, proc, timeout: float = 60.0) -> None:
+    """Wait until the MCAP bag being written in ``folder`` holds messages on disk.
+
+    The writer buffers its records and writes a chunk at a time, so an .mcap over 64 KiB (more
+    than its header and schemas) holds at least one finished frame: a signal sent now
+    interrupts a run with frames done, however fast or slow this machine is.
+    """
+    deadline = time.monotonic() + timeout
+    while not any(p.stat().st_size > 64 * 1024 for p in Path(folder).glob("*.mcap")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import cv2
@@ -30,7 +29,7 @@ TS = bagio.TYPESTORE
 
 from bag_maker import (COLOURS, H, STAMP0, T, W, frame_of, header,  # noqa: E402
                        image_msg, log_time, read_bag, tips_depth, tips_label, tips_normal,
-                       da3_depth, write_bag)
+                       da3_depth, wait_for_flushed_messages, write_bag)
 
 
 from conftest import run_cli as run  # noqa: E402
@@ -322,11 +321,7 @@ def test_real_sigint_to_the_process(tmp_path):
         [sys.executable, "-m", "dense_perception", "process", str(src), "--model",
          TIPS_TEST_MODEL, "--backend", "cpu", "--out", str(out), "--outputs", "seg",
          "--copy", "none"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not (out / "metadata.yaml").exists() and not any(out.glob("*.mcap")):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    time.sleep(1.0)
+    wait_for_flushed_messages(out, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr

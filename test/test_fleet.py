@@ -8,7 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -16,7 +15,8 @@ from conftest import REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
-from bag_maker import raw_messages, write_fleet_bags, write_bag  # noqa: E402
+from bag_maker import (raw_messages, wait_for_flushed_messages, write_fleet_bags,  # noqa: E402
+                       write_bag)
 
 from dense_perception.offline import cli  # noqa: E402
 
@@ -103,11 +103,8 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
         [sys.executable, "-m", "dense_perception", "process", str(tmp_path / "bags" / "a"),
          str(tmp_path / "bags" / "b"), str(tmp_path / "bags" / "c"), "--out", str(out),
          *OPTIONS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (out / ".c.partial").exists():  # a and b are renamed into place before c starts
-        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    time.sleep(0.5)
+    # a and b are renamed into place before c starts
+    wait_for_flushed_messages(out / ".c.partial", proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
