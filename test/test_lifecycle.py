@@ -1,9 +1,11 @@
 """use_lifecycle: the managed node's transitions, driven over DDS with the lifecycle services."""
 
+import gc
+
 import numpy as np
 import pytest
 
-pytest.importorskip("rclpy")
+rclpy = pytest.importorskip("rclpy")
 
 from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT  # noqa: E402
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
@@ -100,3 +102,30 @@ def test_configure_fails_cleanly_on_a_bad_model(tmp_path):
         assert h.node.perception is None
     finally:
         h.close()
+
+
+def test_a_destroyed_lifecycle_node_leaves_the_graph_at_once():
+    """destroy_node() takes the managed node off the graph without waiting for Python's
+    garbage collector (rclpy's LifecycleNode alone leaves its state machine holding the node,
+    so it stayed listed, transition_event and all, until a collection)."""
+    observer_context = rclpy.Context()
+    rclpy.init(context=observer_context)
+    observer = rclpy.create_node("graph_observer", context=observer_context)
+
+    def listed() -> bool:
+        return ("dense_perception", "/") in observer.get_node_names_and_namespaces()
+    gc.disable()  # no collection may hide a node that only a collection would free
+    try:
+        h = Harness({"model_path": DA3_TEST_MODEL}, subscribe=("depth/image",),
+                    node_class=LifecycleDensePerceptionNode)
+        try:
+            assert LifecycleClient(h.client).change(T.TRANSITION_CONFIGURE,
+                                                    S.PRIMARY_STATE_INACTIVE)
+            wait_until(listed, GRAPH_TIMEOUT, "the managed node in the graph")
+        finally:
+            h.close()
+        wait_until(lambda: not listed(), 10, "the destroyed node gone from the graph")
+    finally:
+        gc.enable()
+        observer.destroy_node()
+        rclpy.shutdown(context=observer_context)

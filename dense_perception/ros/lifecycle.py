@@ -67,3 +67,16 @@ class LifecycleDensePerceptionNode(ParameterHandling, LifecycleNode):
         """Stop the workers (does not wait for an inference in progress to end)."""
         if self.perception is not None:
             self.perception.stop()
+
+    def destroy_node(self) -> None:
+        """Destroy the node and its lifecycle state machine, so it leaves the ROS graph now.
+
+        rclpy's LifecycleNode does not destroy its state machine, which holds the node (and its
+        ``transition_event`` publisher and lifecycle services) until Python's garbage collector
+        frees it: a node destroyed in a running process, e.g. one composed with others, stayed
+        in the graph, services and all, for as long as that took.
+        """
+        state_machine = getattr(self, "_state_machine", None)
+        super().destroy_node()
+        if state_machine is not None:
+            state_machine.destroy_when_not_in_use()
