@@ -7,6 +7,8 @@ normalize(2r-1, 2g-1, -1), labels = round(149 b) (r, g, b in [0, 1]); DA3 depth 
 0.25 x_g + 0.125 x_b (ImageNet-normalised x).
 """
 
+import hashlib
+import os
 import time
 from pathlib import Path
 
@@ -143,14 +145,24 @@ def write_fleet_bags(folder):
     return {"good": {"a": 3, "b": 2, "c.mcap": 4}, "damaged": ["d.mcap"]}
 
 
-def wait_for_flushed_messages(folder: Path, proc, timeout: float = 60.0) -> None:
-    """Wait until the MCAP bag being written in ``folder`` holds messages on disk.
+def fleet_output_name(path) -> str:
+    """The output folder a fleet run gives ``path``, by README's rule written out: the bag
+    folder's name or the file's stem, '-', 12 hex digits of the SHA-256 of its absolute path."""
+    path = Path(path)
+    digest = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:12]
+    return f"{path.name if path.is_dir() else path.stem}-{digest}"
+
+
+def wait_for_flushed_messages(folder: Path, proc, timeout: float = 60.0,
+                              pattern: str = "*.mcap") -> None:
+    """Wait until the MCAP bag being written in ``folder`` holds messages on disk (``pattern``:
+    the .mcap files to look at, relative to ``folder``).
 
     The writer buffers its records and writes a chunk at a time, so an .mcap over 64 KiB (more
     than its header and schemas) holds at least one finished frame: a signal sent now
     interrupts a run with frames done, however fast or slow this machine is.
     """
     deadline = time.monotonic() + timeout
-    while not any(p.stat().st_size > 64 * 1024 for p in Path(folder).glob("*.mcap")):
+    while not any(p.stat().st_size > 64 * 1024 for p in Path(folder).glob(pattern)):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.02)

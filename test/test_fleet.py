@@ -1,13 +1,16 @@
 """``dense-perception process`` over many inputs in this process (no Ray): one output per input,
 identical message for message to processing each input alone; a damaged bag fails alone; the
-fleet summary lists every input; a second run skips what is finished; Ctrl-C leaves every
-finished output complete. The same over Ray: test_fleet_ray.py (make test-fleet)."""
+fleet summary lists every input; a second run skips what is finished, and only an output of
+that very input (path, size, modification time); Ctrl-C leaves every finished output complete.
+The same over Ray: test_fleet_ray.py (make test-fleet)."""
 
 import csv
 import json
+import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +18,8 @@ from conftest import REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
-from bag_maker import (raw_messages, wait_for_flushed_messages, write_fleet_bags,  # noqa: E402
-                       write_bag)
+from bag_maker import (fleet_output_name, raw_messages, wait_for_flushed_messages,  # noqa: E402
+                       write_bag, write_fleet_bags)
 
 from dense_perception.offline import cli  # noqa: E402
 
@@ -54,15 +57,17 @@ def test_many_bags_in_process_match_single_runs_and_resume(tmp_path, capsys):
         assert row["status"] == "done" and row["frames"] == frames and row["retries"] == 0
         alone = tmp_path / f"alone_{name}"
         assert process(tmp_path / "bags" / name, "--out", alone) == 0
-        assert raw_messages(out / row["output"].rsplit("/", 1)[-1]) == raw_messages(alone)
-    assert sorted(p.name for p in out.iterdir()) == ["a", "b", "c", "fleet_summary.csv",
-                                                     "fleet_summary.json"]
+        assert row["output"] == str(out / fleet_output_name(tmp_path / "bags" / name))
+        assert raw_messages(row["output"]) == raw_messages(alone)
+    outputs = {n: fleet_output_name(tmp_path / "bags" / n) for n in ("a", "b", "c.mcap")}
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*outputs.values(), "fleet_summary.csv", "fleet_summary.json"])
     capsys.readouterr()
 
     # The same inputs from a list file: the finished ones are skipped, the damaged one retried.
     listing = tmp_path / "bags" / "list.txt"
     listing.write_text("# the fleet\na\nb  # sqlite3\nc.mcap\nd.mcap\n")
-    before = {n: (out / n / "summary.json").stat().st_mtime_ns for n in ("a", "b", "c")}
+    before = {n: (out / n / "summary.json").stat().st_mtime_ns for n in outputs.values()}
     assert process("--inputs-from", listing, "--out", out) == 2
     by_name, _ = rows(out)
     assert [by_name[n]["status"] for n in ("a", "b", "c.mcap", "d.mcap")] == \
@@ -75,7 +80,7 @@ def test_many_bags_in_process_match_single_runs_and_resume(tmp_path, capsys):
                                       "depth"]]) == 2
     by_name, _ = rows(out)
     assert by_name["a"]["status"] == "done"
-    topics = {t for t, *_ in raw_messages(out / "a")}
+    topics = {t for t, *_ in raw_messages(out / outputs["a"])}
     assert "/cam/depth/image" in topics and "/cam/segmentation/labels" not in topics
 
 
@@ -104,7 +109,8 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
          str(tmp_path / "bags" / "b"), str(tmp_path / "bags" / "c"), "--out", str(out),
          *OPTIONS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # a and b are renamed into place before c starts
-    wait_for_flushed_messages(out / ".c.partial", proc)
+    c = fleet_output_name(tmp_path / "bags" / "c")
+    wait_for_flushed_messages(out, proc, pattern=f".{c}.partial-*-0/*.mcap")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -115,10 +121,12 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
     assert by_name["a"]["status"] == "done" and by_name["b"]["status"] == "done"
     assert by_name["c"]["status"] == "interrupted"
     for name in ("a", "b"):
-        assert json.loads((out / name / "summary.json").read_text())["frames"] == 2
-    assert not (out / "c").exists()  # nothing that looks complete
-    partial = json.loads((out / ".c.partial" / "summary.json").read_text())
-    assert partial["interrupted"] is True and 0 < partial["frames"] < 400
+        assert json.loads(Path(by_name[name]["output"], "summary.json").read_text())[
+            "frames"] == 2
+    assert not (out / c).exists()  # nothing that looks complete
+    partial, = out.glob(f".{c}.partial-*-0")
+    summary = json.loads((partial / "summary.json").read_text())
+    assert summary["interrupted"] is True and 0 < summary["frames"] < 400
 
 
 @pytest.mark.timeout(60)
@@ -139,7 +147,8 @@ def test_ctrl_c_between_an_output_and_its_report_counts_it_done(tmp_path, monkey
     assert process(tmp_path / "bags" / "a", tmp_path / "bags" / "b", "--out", out) == 130
     by_name, table = rows(out)
     assert by_name["a"]["status"] == "done" and by_name["a"]["frames"] == 2
-    assert by_name["b"]["status"] == "interrupted" and not (out / "b").exists()
+    assert by_name["b"]["status"] == "interrupted"
+    assert not (out / fleet_output_name(tmp_path / "bags" / "b")).exists()
     assert [r["status"] for r in table] == ["done", "interrupted"]
 
 
@@ -174,3 +183,84 @@ def test_one_progress_bar_over_all_frames_on_a_terminal(tmp_path):
     assert "5/5" in text and "frame/s" in text, text  # one bar: 3 + 2 frames of both bags
     assert "/3 " not in text and "/2 " not in text  # no bar per bag
     assert "[1/2] a: 3 frames" in text and "[2/2] b: 2 frames" in text
+
+
+def depth_frames(output):
+    """Depth images in an output bag: one per input frame."""
+    return sum(topic == "/cam/depth/image" for topic, *_ in raw_messages(output))
+
+
+@pytest.mark.timeout(120)
+def test_an_input_is_never_skipped_because_of_another_inputs_output(tmp_path):
+    """Issue #21: run 1 on A/rec and B/rec, run 2 on 0/rec A/rec B/rec gave no output for 0/rec
+    (skipped: A's output had its name) and swapped A's and B's. Then bags recorded again at
+    the same paths are processed again: B with more frames, A the same bytes at a later time."""
+    frames = {"0": 1, "A": 2, "B": 3}  # a frame count per bag tells the outputs apart
+    recs = {folder: write_bag(tmp_path / folder / "rec", "mcap", frames=n)
+            for folder, n in frames.items()}
+    out = tmp_path / "out"
+
+    def run(*folders):
+        assert process(*(recs[f] for f in folders), "--out", out) == 0
+        table = json.loads((out / "fleet_summary.json").read_text())["inputs"]
+        assert [row["input"] for row in table] == [str(recs[f]) for f in folders]
+        for folder, row in zip(folders, table):
+            assert row["frames"] == frames[folder], (folder, row)
+            summary = json.loads(Path(row["output"], "summary.json").read_text())
+            assert summary["input"] == str(recs[folder])
+            assert depth_frames(row["output"]) == frames[folder]
+            assert row["output"] == str(out / fleet_output_name(recs[folder]))
+        return [row["status"] for row in table]
+
+    assert run("A", "B") == ["done", "done"]
+    # What killed runs of an older version and of this one leave: removed by the next run.
+    leftovers = [".rec.partial", f".{fleet_output_name(recs['A'])}.partial-0123456789ab-1",
+                 f".{fleet_output_name(recs['B'])}.old-0123456789ab-0"]
+    for name in leftovers:
+        (out / name).mkdir()
+        (out / name / "metadata.yaml").write_text("half\n")
+    (out / "notes").mkdir()  # not ours: kept
+    assert run("0", "A", "B") == ["done", "skipped", "skipped"]
+    assert not any((out / name).exists() for name in leftovers) and (out / "notes").is_dir()
+
+    shutil.rmtree(recs["B"])
+    write_bag(recs["B"], "mcap", frames=4)
+    frames["B"] = 4
+    size = sum(p.stat().st_size for p in recs["A"].iterdir())
+    shutil.rmtree(recs["A"])
+    write_bag(recs["A"], "mcap", frames=2)
+    assert sum(p.stat().st_size for p in recs["A"].iterdir()) == size  # only the time differs
+    assert run("0", "A", "B") == ["skipped", "done", "done"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [fleet_output_name(r) for r in recs.values()]
+        + ["fleet_summary.csv", "fleet_summary.json", "notes"])
+
+
+@pytest.mark.timeout(60)
+def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
+    """A retried input (Ray: its worker seemed dead) may finish twice: each attempt writes its
+    own folder, the first to rename it into place wins (replacing an older run's output), the
+    second leaves that output as it is and removes its own copy."""
+    from dense_perception.offline import fleet
+    from dense_perception.offline.process import ModelSession
+    bag, out = write_bag(tmp_path / "a", "mcap", frames=2), tmp_path / "out"
+    args = cli.build_parser().parse_args(
+        ["process", str(bag), "--out", str(out)] + [str(a) for a in OPTIONS])
+    session = ModelSession(args)
+    key = fleet.job_key(args, session.model_path, session.groups)
+    final = out / fleet_output_name(bag)
+
+    older, = fleet.make_jobs([bag], out, key, "000000000001")
+    assert fleet.run_one(session, older)["status"] == "done"
+    older_inode = final.stat().st_ino
+    job, = fleet.make_jobs([bag], out, key, "000000000002")
+    first, second = fleet.with_attempt(job, 0), fleet.with_attempt(job, 1)
+    assert len({older["partial"], first["partial"], second["partial"]}) == 3
+    rows = [fleet.run_one(session, first)]
+    inode = final.stat().st_ino
+    assert inode != older_inode  # the older run's output was replaced
+    rows.append(fleet.run_one(session, second))
+    assert [r["status"] for r in rows] == ["done", "done"]
+    assert final.stat().st_ino == inode  # the first attempt's output stayed
+    assert sorted(p.name for p in out.iterdir()) == [final.name]  # no partial, nothing aside
+    assert depth_frames(final) == 2

@@ -2,8 +2,8 @@
 and sqlite3), one damaged, give outputs identical message for message to processing each bag
 alone; the damaged one is reported and the others complete; a second run skips the finished
 ones; a worker killed mid-bag (os.kill on the actor's process) leaves nothing that looks complete
-and its bag is retried once. Run by ``make test-fleet`` in .venv-fleet (Ray installed); skipped
-where Ray is not installed."""
+and its bag is retried once, in a folder of its own. Run by ``make test-fleet`` in .venv-fleet
+(Ray installed); skipped where Ray is not installed."""
 
 import json
 import os
@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,7 @@ from conftest import REPO, TIPS_TEST_MODEL
 ray = pytest.importorskip("ray")
 pytest.importorskip("rosbags")
 
-from bag_maker import raw_messages, write_bag, write_fleet_bags  # noqa: E402
+from bag_maker import fleet_output_name, raw_messages, write_bag, write_fleet_bags  # noqa: E402
 
 from dense_perception.offline import cli  # noqa: E402
 
@@ -76,15 +77,18 @@ def test_killed_worker_leaves_nothing_complete_and_the_bag_is_retried(tmp_path, 
     write_bag(tmp_path / "long", "mcap", frames=120, extra=False)
     write_bag(tmp_path / "short", "sqlite3", frames=2)
     out = tmp_path / "out"
-    killed = []
+    long = out / fleet_output_name(tmp_path / "long")
+    killed, partials = [], {}  # partials: attempt -> its temporary folder
 
     def watch(state):
+        if state["input"].endswith("long"):
+            partials[state["attempt"]] = state["partial"]
         if state["input"].endswith("long") and state["attempt"] == 0 and not killed \
                 and state["actor_frames"] >= 3:
             os.kill(state["pid"], signal.SIGKILL)
             killed.append(state["pid"])
-            assert not (out / "long").exists()  # only the hidden .partial, no summary.json
-            assert not (out / ".long.partial" / "summary.json").exists()
+            assert not long.exists()  # only the hidden .partial, no summary.json
+            assert not (Path(state["partial"]) / "summary.json").exists()
 
     assert process(tmp_path / "long", tmp_path / "short", "--out", out, "--ray", "--workers",
                    "2", fleet_watch=watch) == 0
@@ -93,9 +97,19 @@ def test_killed_worker_leaves_nothing_complete_and_the_bag_is_retried(tmp_path, 
     assert rows["long"]["status"] == "done" and rows["long"]["retries"] == 1
     assert rows["long"]["frames"] == 120 and rows["short"]["retries"] == 0
     assert str(killed[0]) not in rows["long"]["worker"]
-    assert not (out / ".long.partial").exists()
-    depth = [m for m in raw_messages(out / "long") if m[0] == "/cam/depth/image"]
+    # The retry never wrote into the killed attempt's folder (that attempt might have been
+    # alive, on a node cut off from the cluster): its own was renamed into place.
+    assert set(partials) == {0, 1} and partials[0] != partials[1]
+    assert Path(partials[0]).is_dir() and not Path(partials[1]).exists()
+    assert not (Path(partials[0]) / "summary.json").exists()
+    depth = [m for m in raw_messages(long) if m[0] == "/cam/depth/image"]
     assert len(depth) == 120
+    # The next run removes what the killed attempt left (and redoes nothing).
+    assert process(tmp_path / "long", tmp_path / "short", "--out", out, "--ray") == 0
+    assert [r["status"] for r in by_name(out)[0]["inputs"]] == ["skipped", "skipped"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [long.name, fleet_output_name(tmp_path / "short"), "fleet_summary.csv",
+         "fleet_summary.json"])
 
 
 def test_workers_times_threads_must_fit_the_cluster(tmp_path, cluster, capsys):
@@ -116,12 +130,13 @@ def test_ctrl_c_stops_the_ray_run_and_keeps_finished_outputs(tmp_path):
     write_bag(tmp_path / "long", "mcap", frames=600, extra=False)
     write_bag(tmp_path / "short", "sqlite3", frames=2)
     out = tmp_path / "out"
+    long, short = (fleet_output_name(tmp_path / n) for n in ("long", "short"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "dense_perception", "process", str(tmp_path / "long"),
          str(tmp_path / "short"), "--out", str(out), "--ray", "--workers", "2", *OPTIONS],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not ((out / "short").exists() and (out / ".long.partial").exists()):
+    while not ((out / short).exists() and any(out.glob(f".{long}.partial-*"))):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
@@ -130,5 +145,5 @@ def test_ctrl_c_stops_the_ray_run_and_keeps_finished_outputs(tmp_path):
     assert "Traceback" not in stderr
     _, rows = by_name(out)
     assert rows["short"]["status"] == "done" and rows["long"]["status"] == "interrupted"
-    assert json.loads((out / "short" / "summary.json").read_text())["frames"] == 2
-    assert not (out / "long").exists()
+    assert json.loads((out / short / "summary.json").read_text())["frames"] == 2
+    assert not (out / long).exists()

@@ -2,13 +2,15 @@
 
     dense-perception process 'bags/*.mcap' day2/run7 @more.txt --model M --out OUT [--ray]
 
-Each input gets ``OUT/<name>`` (``name``: the bag folder's name or the file's stem; ``-2``,
-``-3``, ... when two inputs share one), written under a hidden temporary name
-(``OUT/.<name>.partial``) and renamed once its ``summary.json`` is written, so nothing that
-looks complete is ever half-written: a killed worker, a damaged bag or Ctrl-C leave at most a
-``.partial`` folder, which the next run replaces. An output whose summary.json records the same
-model file (SHA-256) and the same output-changing options, with no error and no interruption,
-is skipped (``--force`` redoes it).
+Each input gets ``OUT/<name>-<hash>`` (``name``: the bag folder's name or the file's stem;
+``hash``: 12 hex digits of the SHA-256 of its absolute path), so an input's output never depends
+on which other inputs a run has or their order. Each attempt writes its own hidden folder
+(``OUT/.<name>-<hash>.partial-<run>-<attempt>``), renamed into place once its ``summary.json``
+is written, so nothing that looks complete is ever half-written: a killed worker, a damaged bag
+or Ctrl-C leave at most a ``.partial-*`` folder, which the next run removes. An output whose
+summary.json records the same input (absolute path, size, newest modification time: see
+:func:`input_identity`), the same model file (SHA-256) and the same output-changing options,
+with no error and no interruption, is skipped (``--force`` redoes it).
 
 ``OUT/fleet_summary.json`` and ``.csv`` list every input: status (done, skipped, failed,
 interrupted), frames done and skipped, fps, wall time, retries, worker and the one-line error.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import glob
 import hashlib
 import json
@@ -32,7 +35,9 @@ import shutil
 import socket
 import sys
 import time
+import uuid
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, Callable
 
 from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, describe,
@@ -51,6 +56,10 @@ OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_fo
                   "reference_depth_topic", "depth_scale_time_constant", "ground_max_tilt",
                   "reference_depth_slop", "input_rectified")
 _GLOB = re.compile(r"[*?[]")
+HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
+# The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and
+# older versions' (.partial, .old).
+_LEFTOVER = re.compile(r"\..+\.(?:partial|old)(?:-(?P<run>[0-9a-f]+)-\d+)?")
 
 
 def is_fleet(args: argparse.Namespace) -> bool:
@@ -106,17 +115,80 @@ def expand_inputs(items: list[str], inputs_from: str | None = None) -> list[Path
     return list(unique.values())
 
 
-def output_names(paths: list[Path]) -> list[str]:
-    """One output name per input: the bag folder's name or the file's stem, made unique."""
-    names: list[str] = []
-    for path in paths:
-        base = (path.name if path.is_dir() else path.stem) or "input"
-        name, n = base, 1
-        while name in names:
+def output_name(path: Path) -> str:
+    """An input's output name: its readable name (the bag folder's name or the file's stem),
+    ``-`` and the first HASH_DIGITS hex digits of the SHA-256 of its absolute path. It depends
+    on the input alone, never on the other inputs of a run or their order."""
+    base = (path.name if path.is_dir() else path.stem) or "input"
+    digest = hashlib.sha256(os.fsencode(os.path.abspath(path))).hexdigest()
+    return f"{base}-{digest[:HASH_DIGITS]}"
+
+
+def input_identity(path: Path) -> dict[str, Any]:
+    """What a finished output must have been made from to be reused: the input's absolute
+    path, its size in bytes and its newest modification time (ns). A folder (a bag, an image
+    folder) counts all its files, in subfolders too: size is their total, the time the newest
+    of the folder's, its subfolders' and its files', so a bag recorded again at the same path,
+    or a file added or removed, makes another input. (Size and time are None when the input
+    cannot be read: such an input is never skipped.)"""
+    path = Path(os.path.abspath(path))
+    try:
+        top = path.stat()
+    except OSError:
+        return {"path": str(path), "size": None, "mtime_ns": None}
+    size, newest = top.st_size, top.st_mtime_ns
+    if path.is_dir():
+        size = 0
+        for root, folders, files in os.walk(path):
+            for name in folders + files:
+                try:
+                    entry = os.stat(os.path.join(root, name))
+                except OSError:  # removed meanwhile, or a broken link: not part of the input
+                    continue
+                newest = max(newest, entry.st_mtime_ns)
+                size += entry.st_size if S_ISREG(entry.st_mode) else 0
+    return {"path": str(path), "size": size, "mtime_ns": newest}
+
+
+def make_jobs(paths: list[Path], out_dir: Path, key: dict[str, Any],
+              run: str) -> list[dict[str, Any]]:
+    """One job per input of run ``run``: its output folder and what that output must have been
+    made with (``key`` and the input's identity) to be reused."""
+    jobs: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for index, path in enumerate(paths):
+        name = base = output_name(path)
+        n = 1
+        while name in names:  # two paths with one hash: never reused wrongly (the key says)
             n += 1
             name = f"{base}-{n}"
-        names.append(name)
-    return names
+        names.add(name)
+        job = {"index": index, "input": str(path), "final": str(out_dir / name),
+               "key": {**key, "input": input_identity(path)}, "run": run}
+        jobs.append(with_attempt(job, 0))
+    return jobs
+
+
+def with_attempt(job: dict[str, Any], attempt: int) -> dict[str, Any]:
+    """``job`` as its attempt number ``attempt``, with a temporary folder of its own: a retried
+    Ray task may start while the attempt it replaces is still running (a node cut off, not
+    dead), and the two must never write into one folder."""
+    final = Path(job["final"])
+    partial = final.with_name(f".{final.name}.partial-{job['run']}-{attempt}")
+    return {**job, "attempt": attempt, "partial": str(partial)}
+
+
+def remove_leftovers(out_dir: Path, run: str) -> list[str]:
+    """Remove the temporary folders that runs other than ``run`` left in ``out_dir`` (a killed
+    worker's, an interrupted or failed input's, a retried attempt's); returns their names.
+    This run's own are kept: an attempt of it may still be running (see ``with_attempt``)."""
+    removed = []
+    for entry in sorted(out_dir.iterdir()):
+        match = _LEFTOVER.fullmatch(entry.name)
+        if match and match["run"] != run and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    return removed
 
 
 def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dict[str, Any]:
@@ -132,7 +204,8 @@ def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dic
 
 
 def finished_summary(out: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The summary of a complete output made with ``key``, else None."""
+    """The summary of a complete output made with ``key`` (a job's: model, options and input),
+    else None."""
     try:
         summary = json.loads((out / "summary.json").read_text())
     except (OSError, ValueError):
@@ -186,17 +259,18 @@ def run_one(session: ModelSession, job: dict[str, Any],
     started = time.monotonic()
     final, partial = Path(job["final"]), Path(job["partial"])
     row = job_row(job, "failed", worker=f"{socket.gethostname()}:{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)  # what a killed worker left
+    shutil.rmtree(partial, ignore_errors=True)  # this attempt's own folder: never another's
     try:
         code, summary = process_input(session, Path(job["input"]), partial, progress=progress,
                                       quiet=True, final_out=final,
-                                      extra_summary={"fleet_job": job["key"]})
+                                      extra_summary={"fleet_job": job["key"],
+                                                     "fleet_run": job["run"]})
     except Exception as exc:  # noqa: BLE001 - a bad input fails alone
         row["error"] = describe(exc)
     else:
         row.update(frame_counts(summary), error=summary.get("error"))
         if code == EXIT_OK:
-            _publish(partial, final)
+            _publish(job, partial, final)
             row["status"] = "done"
         elif code == EXIT_INTERRUPTED:
             row["status"] = "interrupted"
@@ -207,14 +281,35 @@ def run_one(session: ModelSession, job: dict[str, Any],
     return row
 
 
-def _publish(partial: Path, final: Path) -> None:
-    """Move a complete output into place (replacing an older one) with renames only."""
-    old = final.with_name(f".{final.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.rename(final, old)
-    os.rename(partial, final)
-    shutil.rmtree(old, ignore_errors=True)
+def _publish(job: dict[str, Any], partial: Path, final: Path) -> bool:
+    """Move a complete output into place with renames only, replacing an older one (other
+    options, an older recording). The rename decides between two attempts of one job: when
+    the other got there first, its output (the same) stays and this one's is removed; returns
+    whether this attempt's output is the one in place."""
+    aside = final.with_name(f".{final.name}.old-{job['run']}-{job['attempt']}")
+    shutil.rmtree(aside, ignore_errors=True)
+    while True:
+        try:
+            os.rename(partial, final)  # fails while anything (but an empty folder) is there
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                raise
+        if made_by_run(final, job):  # another attempt of this job won
+            shutil.rmtree(partial, ignore_errors=True)
+            return False
+        try:
+            os.rename(final, aside)
+        except FileNotFoundError:  # moved meanwhile (by the other attempt): look again
+            continue
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def made_by_run(final: Path, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary of ``final`` when it is a complete output of ``job`` made by ``job``'s run
+    (by any attempt), else None."""
+    summary = finished_summary(final, job["key"])
+    return summary if summary is not None and summary.get("fleet_run") == job["run"] else None
 
 
 # ---- the run ----------------------------------------------------------------------------------
@@ -243,18 +338,20 @@ def run_fleet(args: argparse.Namespace,
     session = ModelSession(args, scale_check_kind=lambda: _kind_or_bag(paths[0]))
     key = job_key(args, session.model_path, session.groups)
     out_dir.mkdir(parents=True, exist_ok=True)
+    run = uuid.uuid4().hex[:12]  # names this run's temporary folders and finished summaries
+    removed = remove_leftovers(out_dir, run)
+    if removed:
+        say(f"{PROG}: removed {len(removed)} unfinished output(s) of earlier runs from {out_dir}")
 
     rows: dict[int, dict[str, Any]] = {}
     jobs: list[dict[str, Any]] = []
-    for index, (path, name) in enumerate(zip(paths, output_names(paths))):
-        final = out_dir / name
-        job = {"index": index, "input": str(path), "final": str(final),
-               "partial": str(out_dir / f".{name}.partial"), "key": key, "attempt": 0}
-        done = None if args.force else finished_summary(final, key)
+    for job in make_jobs(paths, out_dir, key, run):
+        done = None if args.force else finished_summary(Path(job["final"]), job["key"])
         if done is not None:
-            rows[index] = {**job_row(job, "skipped"), **frame_counts(done), "seconds": 0.0}
+            rows[job["index"]] = {**job_row(job, "skipped"), **frame_counts(done),
+                                  "seconds": 0.0}
         else:
-            job["frames"] = frame_count(path, args)
+            job["frames"] = frame_count(Path(job["input"]), args)
             jobs.append(job)
     for index in sorted(rows):
         say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
@@ -264,7 +361,7 @@ def run_fleet(args: argparse.Namespace,
 
     bar = tqdm(total=sum(j["frames"] for j in jobs), unit="frame", dynamic_ncols=True,
                disable=not interactive(), file=sys.stderr, smoothing=0.1)
-    started, started_wall = time.monotonic(), time.time()
+    started = time.monotonic()
     interrupted = False
     meta: dict[str, Any] = {"ray": None, "workers": 1, "threads_per_worker": args.threads}
 
@@ -290,11 +387,11 @@ def run_fleet(args: argparse.Namespace,
         seconds = time.monotonic() - started
         for job in jobs:
             if job["index"] not in rows:  # not reported back: finished meanwhile, or not
-                rows[job["index"]] = _row_of_unreported(job, key, started_wall)
+                rows[job["index"]] = _row_of_unreported(job)
         table = [rows[i] for i in sorted(rows)]
         frames = sum(r["frames"] for r in table if r["status"] != "skipped")
         report = {"model": session.model_path, "model_sha256": key["model_sha256"],
-                  "options": key["options"], **meta, "inputs_total": len(table),
+                  "options": key["options"], "run": run, **meta, "inputs_total": len(table),
                   "seconds": round(seconds, 3), "frames": frames,
                   "fps": round(frames / seconds, 3) if seconds > 0 else None,
                   "interrupted": interrupted,
@@ -311,19 +408,12 @@ def run_fleet(args: argparse.Namespace,
     return EXIT_ERROR if counts["failed"] else EXIT_OK
 
 
-def _row_of_unreported(job: dict[str, Any], key: dict[str, Any],
-                       since: float) -> dict[str, Any]:
+def _row_of_unreported(job: dict[str, Any]) -> dict[str, Any]:
     """The row of an input whose result never reached this process (Ctrl-C): ``done`` when
-    its worker completed the output during this run (renamed into place, summary written
-    after ``since``), else ``interrupted``."""
+    an attempt of this run completed its output (renamed into place), else ``interrupted``."""
     row = job_row(job, "interrupted")
-    final = Path(job["final"])
-    summary = finished_summary(final, key)
-    try:
-        written = (final / "summary.json").stat().st_mtime >= since
-    except OSError:
-        written = False
-    if summary is not None and written:
+    summary = made_by_run(Path(job["final"]), job)
+    if summary is not None:
         row.update(frame_counts(summary), status="done", seconds=summary.get("seconds"))
     return row
 

@@ -16,8 +16,10 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   inputs, the in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
   of memory, node lost) is restarted by Ray (``max_restarts``) and the input is retried once,
-  on whichever actor is free; the row records ``retries``. Its half-written ``.partial``
-  output never looks complete and is replaced by the retry.
+  on whichever actor is free; the row records ``retries``. The retry writes its own
+  ``.partial-<run>-1`` folder (the dead attempt may still be running on a node cut off from
+  the cluster): whichever attempt renames its output into place first wins. The dead
+  attempt's half-written folder never looks complete; the next run removes it.
 - Ctrl-C kills the actors; finished outputs stay as they are (they were renamed into place).
 """
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .console import CliError, warn
-from .fleet import job_row
+from .fleet import job_row, with_attempt
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 
@@ -152,7 +154,7 @@ def run_on_ray(args: argparse.Namespace, jobs: list[dict[str, Any]],
                 except RayActorError as exc:  # the worker died (killed, OOM, node lost)
                     if job["attempt"] == 0:
                         warn(f"worker died on {Path(job['input']).name}; retrying it once")
-                        queue.appendleft({**job, "attempt": 1})
+                        queue.appendleft(with_attempt(job, 1))  # a folder of its own
                         continue
                     row = job_row(job, "failed", error=f"worker died twice: {_first_line(exc)}")
                 except RayTaskError as exc:  # a bug (run_one reports bad inputs itself)
