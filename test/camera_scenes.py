@@ -50,6 +50,18 @@ class Scene:
         return np.abs(z - self.a * x - self.b * y - self.c) / np.sqrt(1 + self.a ** 2 + self.b ** 2)
 
 
+@dataclass(frozen=True)
+class Dome:
+    """The inside of a sphere of ``radius`` around the camera: the depth falls off from the
+    centre of the view to its edge, the same way on every side."""
+
+    radius: float = 3.0
+
+    def z_along(self, xn: np.ndarray, yn: np.ndarray) -> np.ndarray:
+        """True Z where the ray (xn, yn, 1) meets the sphere."""
+        return self.radius / np.sqrt(1.0 + xn * xn + yn * yn)
+
+
 PLANE = Scene()
 BOXES = Scene(boxes=((1.4, -0.55, -0.1, -0.25, 0.3), (1.8, 0.25, 0.8, -0.5, 0.05)))
 
@@ -65,6 +77,7 @@ class Camera:
     d: tuple = (0.0,) * 5
     distortion_model: str = "plumb_bob"
     p: tuple | None = None  # 3x4; None: P = K
+    r: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)  # raw -> rectified frame
     binning: int = 1
     roi: tuple[int, int, int, int] = (0, 0, 0, 0)  # x, y, w, h (full-resolution pixels)
     name: str = field(default="", compare=False)
@@ -76,7 +89,7 @@ class Camera:
         x, y, w, h = self.roi
         return SimpleNamespace(
             width=self.width, height=self.height, k=list(k), d=list(self.d),
-            distortion_model=self.distortion_model, r=[1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0],
+            distortion_model=self.distortion_model, r=list(self.r),
             p=list(p), binning_x=self.binning, binning_y=self.binning,
             roi=SimpleNamespace(x_offset=x, y_offset=y, width=w, height=h, do_rectify=False))
 
@@ -158,19 +171,36 @@ def undistort(camera: Camera, xd: np.ndarray, yd: np.ndarray, iterations: int = 
     return x, y
 
 
-def raw_rays(camera: Camera) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised ideal ray of every full-resolution raw pixel centre."""
-    u, v = np.meshgrid(np.arange(camera.width, dtype=np.float64),
-                       np.arange(camera.height, dtype=np.float64))
+def rotation_y(degrees: float) -> tuple:
+    """Row-major R turning the raw frame by ``degrees`` about its y axis (a stereo head's)."""
+    c, s = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
+    return (c, 0.0, s, 0.0, 1.0, 0.0, -s, 0.0, c)
+
+
+def raw_pixel_rays(camera: Camera, u: np.ndarray, v: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised ray (x, y, 1) of raw pixels (u, v) (full resolution), in the RECTIFIED frame
+    (turned by R, where the scenes are; NaN for a ray behind it)."""
     k = camera.k
     yd = (v - k[5]) / k[4]
     xd = (u - k[2] - k[1] * yd) / k[0]
-    if not any(camera.d):
-        return xd, yd
-    x, y = undistort(camera, xd, yd)
-    bx, by = distort(camera, x, y)
-    assert np.nanmax(np.hypot(bx - xd, by - yd)) * k[0] < 1e-3, "inversion did not converge"
-    return x, y
+    x, y = xd, yd
+    if any(camera.d):
+        x, y = undistort(camera, xd, yd)
+        bx, by = distort(camera, x, y)
+        assert np.nanmax(np.hypot(bx - xd, by - yd)) * k[0] < 1e-3, "inversion did not converge"
+    r = np.array(camera.r, np.float64).reshape(3, 3)
+    rays = np.stack([x, y, np.ones_like(x)], axis=-1) @ r.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(rays[..., 2] > 0, rays[..., 2], np.nan)
+        return rays[..., 0] / z, rays[..., 1] / z
+
+
+def raw_rays(camera: Camera) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised ray of every full-resolution raw pixel centre (rectified frame)."""
+    u, v = np.meshgrid(np.arange(camera.width, dtype=np.float64),
+                       np.arange(camera.height, dtype=np.float64))
+    return raw_pixel_rays(camera, u, v)
 
 
 def rectified_rays(camera: Camera) -> tuple[np.ndarray, np.ndarray]:

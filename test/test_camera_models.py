@@ -213,13 +213,57 @@ def test_unknown_distortion_model_carries_on_as_pinhole(tips):
     assert products.intrinsics == products.plan.published_intrinsics(k, "model")
 
 
-def test_zero_distortion_uses_k_and_rectified_uses_p():
+def test_zero_distortion_uses_k_only_when_rectification_is_the_identity():
     info = cs.RECTIFIED.camera_info()
     assert CameraModel.from_camera_info(info, input_rectified=True).intrinsics().fx == 450.0
     assert CameraModel.from_camera_info(info, input_rectified=False).intrinsics().fx == 450.0
-    info.d = [0.0] * 5
-    plain = CameraModel.from_camera_info(info, input_rectified=False)
-    assert plain.intrinsics().fx == 600.0 and not plain.needs_rectification
+    info.d = [0.0] * 5  # D = 0 but P != K: the raw image is still remapped onto P's grid
+    zero_d = CameraModel.from_camera_info(info, input_rectified=False)
+    assert zero_d.intrinsics().fx == 450.0 and zero_d.needs_rectification
+    info.p = [600.0, 0.0, cs.CX, 0.0, 0.0, 600.0, cs.CY, 0.0, 0.0, 0.0, 1.0, 0.0]
+    for r in ([1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0], [0.0] * 9):  # R unset (zeros) is I
+        info.r = r
+        plain = CameraModel.from_camera_info(info, input_rectified=False)
+        assert plain.intrinsics().fx == 600.0 and not plain.needs_rectification
+        assert "identity" in plain.describe()
+
+
+# A raw camera with no distortion whose rectification is still not the identity (a stereo
+# head's R, or a P unlike K), and the same with a distortion too small to matter.
+_R = cs.rotation_y(4.0)
+_P = cs.p_matrix(520.0, cs.CX - 10.0, cs.CY + 5.0)
+ROTATED = replace(cs.PINHOLE, r=_R, name="raw, D = 0, R: 4 deg about y")
+NEW_P = replace(cs.PINHOLE, p=_P, name="raw, D = 0, P fx 520")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("resolution", ["model", "input"])
+@pytest.mark.parametrize("camera", [
+    ROTATED, NEW_P, replace(ROTATED, d=(1e-9, 0, 0, 0, 0), name="R, D 1e-9"),
+    replace(NEW_P, d=(1e-9, 0, 0, 0, 0), r=_R, name="P and R, D 1e-9")],
+                         ids=["R", "P", "R, D 1e-9", "P and R, D 1e-9"])
+def test_raw_input_goes_through_r_and_p_whatever_d(tips, camera, resolution):
+    """One rule (issue 21, 6): a raw image is rectified through R and P whether D is zero or
+    not; the points are in the rectified frame (where the scene is) and on P's grid."""
+    if camera.name not in _FILMED:  # the scene is in the rectified frame: filmed through R
+        _FILMED[camera.name] = cs.film(camera, cs.BOXES)
+    products = run(tips, camera, False, _FILMED[camera.name], output_resolution=resolution)
+    assert products.rectified
+    p = camera.p or cs.p_matrix(600.0, cs.CX, cs.CY)
+    p_grid = Intrinsics(fx=p[0], fy=p[5], cx=p[2], cy=p[6], width=cs.W, height=cs.H)
+    assert products.intrinsics == products.plan.published_intrinsics(p_grid, resolution)
+    errors = cs.ray_errors(products.points, cs.BOXES)
+    assert p95(errors) < P95_LIMIT, f"p95 {p95(errors) * 1000:.1f} mm"
+
+
+@pytest.mark.timeout(60)
+def test_identity_rectification_keeps_the_cheap_path(tips):
+    """D = 0, R = I, P = K: nothing to remap; the frame goes the plain crop-and-resize way."""
+    pipe = configured(tips)
+    products = pipe.process(filmed(cs.PINHOLE.name, False, "tips"), "rgb8",
+                            pipe.camera_from_info(cs.PINHOLE.camera_info()), Request(points=True))
+    assert not products.rectified and not pipe._rectifier._maps
+    assert p95(cs.ray_errors(products.points, cs.BOXES)) < P95_LIMIT
 
 
 def test_binning_and_roi_follow_rep_104():

@@ -8,12 +8,13 @@ intrinsics to the grid that is published.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import cv2
 import numpy as np
 
+from .camera_model import CameraModel
 from .intrinsics import Intrinsics
 
 FIT_MODES = ("crop", "stretch", "rotate")
@@ -50,6 +51,10 @@ class FitPlan:
         turned: True when the cropped region is turned 90 degrees clockwise for the model.
         model_width, model_height: model input size.
         mode: the fit mode that produced the plan.
+        raw_camera: set when the frames are raw and rectified on the way in (the pipeline's
+            ``Rectifier`` remap, not :meth:`fit_image`): camera pixels are then the raw frame's,
+            and the crop, turn and resize apply to its rectified image (the grid of
+            ``raw_camera.intrinsics()``).
     """
 
     frame_width: int
@@ -62,6 +67,11 @@ class FitPlan:
     model_width: int
     model_height: int
     mode: str
+    raw_camera: CameraModel | None = None
+
+    def rectifying(self, camera: CameraModel) -> "FitPlan":
+        """This plan for raw frames of ``camera`` that are rectified on the way in."""
+        return replace(self, raw_camera=camera)
 
     # ---- forward: camera frame -> model input -------------------------------------------------
     def fit_image(self, frame: np.ndarray) -> np.ndarray:
@@ -92,7 +102,14 @@ class FitPlan:
 
     def camera_to_published(self, u: np.ndarray, v: np.ndarray, output_resolution: str
                             ) -> tuple[np.ndarray, np.ndarray]:
-        """Map camera pixel coordinates (pixel centres at integers) to the published grid."""
+        """Map camera pixel coordinates (pixel centres at integers) to the published grid.
+
+        For a rectifying plan the camera pixels are raw: they are first undistorted and turned
+        as the remap takes them (``CameraModel.rectify_points``; NaN where the rectified view
+        has no place for them).
+        """
+        if self.raw_camera is not None:
+            u, v = self.raw_camera.rectify_points(u, v)
         if output_resolution == "input":
             return np.asarray(u, np.float64), np.asarray(v, np.float64)
         pw, ph = self.published_size("model")

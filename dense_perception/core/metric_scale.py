@@ -219,7 +219,8 @@ def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
     """Scale from a metric depth image registered to the camera (same view, any resolution).
 
     ``relative`` is on the published grid; ``reference`` is metres (NaN or <= 0 invalid) over
-    the camera's field of view. Each valid reference pixel is mapped to the published grid and
+    the camera's field of view. Each valid reference pixel is mapped to the published grid (for
+    a plan that rectifies raw frames, through the same undistortion, R and P as the image) and
     the ratio metric / relative taken there; outliers are rejected in log space (beyond 3 robust
     standard deviations of the median, at least :data:`REFERENCE_LOG_TOLERANCE`); the scale is
     the median ratio of the inliers.
@@ -235,7 +236,7 @@ def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
     u = (ru + 0.5) * plan.frame_width / rw - 0.5
     v = (rv + 0.5) * plan.frame_height / rh - 0.5
     pu, pv = plan.camera_to_published(u, v, output_resolution)
-    pu, pv = np.rint(pu).astype(np.int64), np.rint(pv).astype(np.int64)
+    pu, pv = (np.rint(np.nan_to_num(x, nan=-1.0)).astype(np.int64) for x in (pu, pv))  # NaN: unseen
     h, w = relative.shape
     inside = (pu >= 0) & (pu < w) & (pv >= 0) & (pv < h)
     rel = relative[pv[inside], pu[inside]]

@@ -181,6 +181,8 @@ class DensePipeline:
         spec, config = self.spec, self.config
         rectify = (camera is not None and camera.needs_rectification
                    and (camera.width, camera.height) == (frame.shape[1], frame.shape[0]))
+        if rectify:  # camera pixels (a reference depth's) then go through the rectification
+            plan = plan.rectifying(camera)
         valid = None
         with self.timer.stage("preprocess"):
             with self.timer.stage("fit"):  # crop + resize, or the one rectifying remap

@@ -1,4 +1,4 @@
-"""Rectifying raw (distorted) frames on the way into the model: one ``cv2.remap`` per frame.
+"""Rectifying raw frames (D, R, P) on the way into the model: one ``cv2.remap`` per frame.
 
 Undistortion, the fit plan's crop and resize are all maps from an output pixel to a raw pixel,
 so they fold into one: OpenCV's ``initUndistortRectifyMap`` is asked for the rectified camera as
@@ -29,10 +29,11 @@ def undistort_maps(camera: CameraModel, target: Intrinsics) -> tuple[np.ndarray,
     r = np.array(camera.r, np.float64).reshape(3, 3)
     new_k = np.array(target.k(), np.float64).reshape(3, 3)
     size = (target.width, target.height)
-    if camera.distortion_model == "equidistant":
+    if camera.distortion_model == "equidistant" and camera.distorted:
         d = np.array(camera.d[:DISTORTION_MODELS["equidistant"]], np.float64)
         return cv2.fisheye.initUndistortRectifyMap(k, d, r, new_k, size, cv2.CV_32FC1)
-    d = np.array(camera.d, np.float64)
+    # No distortion (any model, even D empty): R and P alone, through the plain map.
+    d = np.array(camera.d if camera.distorted else (), np.float64)
     return cv2.initUndistortRectifyMap(k, d, r, new_k, size, cv2.CV_32FC1)
 
 
