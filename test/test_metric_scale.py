@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tools.metric_scene import (FORWARD, HEIGHT, PITCHED_WITH_BOX, WIDTH, Scene, da3_output_of,
-                                paint, sparse_reference)
+from tools.metric_scene import (DESK_BESIDE_FLOOR, DESK_ONLY, FORWARD, HEIGHT, PITCHED_WITH_BOX,
+                                WIDTH, Scene, da3_output_of, paint, sparse_reference)
 from dense_perception.core.fit import make_fit_plan
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,
@@ -220,3 +220,115 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     products = pipeline.finish(raw, k, scaler, 0.1)
     assert products.depth_metric and np.abs(products.depth / z - 1).max() < 0.03
     assert len(products.points) > 0.9 * z.size
+
+
+# ---- issue 21: the floor, not the largest level surface; a held scale expires; photos ----------
+def painted(scene, s):
+    """The relative depth the DA3 test model gives for ``scene`` painted at scale ``s``."""
+    z, surface = scene.depth_and_surface()
+    return da3_output_of(paint(z / s)).astype(np.float32), z, surface
+
+
+def test_the_floor_is_the_lowest_plane_not_a_larger_desk():
+    """Camera 1.0 m up, a desk top 0.4 m below it covering more of the lower view (25 %) than
+    the floor beside it (17 %): the floor is found (taking the desk gave every depth 2.5x)."""
+    rel, z, surface = painted(DESK_BESIDE_FLOOR, 0.85)
+    low = surface[HEIGHT // 2:]
+    assert 0.15 < (low == 0).mean() < 0.2 and (low == 2).mean() > 0.5  # as the scene says
+    k = intrinsics(DESK_BESIDE_FLOOR)
+    est = ground_plane_scale(rel, k, 1.0, min_inlier_ratio=0.15)
+    assert est.scale == pytest.approx(0.85, rel=0.01), est
+    assert np.dot(est.normal, DESK_BESIDE_FLOOR.down()) > math.cos(math.radians(1.0))
+    # With the default 30 %, this floor is too small to use: no estimate, never the desk's.
+    est = ground_plane_scale(rel, k, 1.0)
+    assert est.scale is None
+    assert "the floor (the lowest level plane) holds 1" in est.reason and "(< 30%)" in est.reason
+
+
+def test_a_desk_with_no_floor_in_view_gives_no_scale():
+    """Only a desk (its top 38 %, its front face 49 % of the lower view, the floor hidden):
+    the desk is the lowest level plane, but more lies beneath it than on it: not a floor."""
+    rel, _, _ = painted(DESK_ONLY, 0.85)
+    for ratio in (0.15, 0.3):
+        est = ground_plane_scale(rel, intrinsics(DESK_ONLY), 1.0, min_inlier_ratio=ratio)
+        assert est.scale is None and "raised surface" in est.reason, est
+        assert "lies beneath it" in est.reason
+
+
+def test_a_jump_is_not_used_unless_it_persists():
+    """Settled on the floor's scale, one frame whose estimate is 2.5x off (a desk) moves
+    nothing and diagnostics say why; the same jump for a third of the time constant is a new
+    scene, taken over."""
+    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height,
+                                     time_constant=1.0))
+    plan = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
+    z, _ = FORWARD.depth_and_surface()
+    k = intrinsics(FORWARD)
+    for i in range(10):
+        report = scaler.update(0.1 * i, (z / 0.5).astype(np.float32), k, plan, "model")
+    assert report.scale == pytest.approx(0.5, rel=1e-3)
+    settled = report.scale
+    far = (z / 1.25).astype(np.float32)   # this frame's own estimate: 2.5x the scale
+    report = scaler.update(1.0, far, k, plan, "model")
+    assert report.estimate == pytest.approx(1.25, rel=1e-3)
+    assert report.scale == settled and report.metric
+    values, _ = scale_diagnostics(report)
+    assert "2.50x the filtered scale" in values["depth scale note"]
+    for i in range(2, 6):
+        report = scaler.update(1.0 + 0.1 * (i - 1), far, k, plan, "model")
+    assert report.scale == pytest.approx(1.25, rel=1e-3) and report.reason == ""
+
+
+def test_the_filter_window_stays_bounded_when_stamps_do_not_advance():
+    f = ScaleFilter(5.0)
+    for i in range(3000):
+        f.update(0.0, 1.0 + 0.01 * (i % 3))     # a driver that stamps every frame 0
+    assert len(f._window) <= 256
+    for i in range(3000):
+        f.update(1.0 + (i // 1000), 1.0)         # repeated stamps
+    assert len(f._window) <= 256
+    assert f.scale == pytest.approx(1.0, rel=0.02)
+
+
+def test_a_held_scale_expires_after_max_age():
+    """Floor until t = 1 s, then a wall: the scale is held until 3 s after the last floor
+    (depth_scale_max_age), then withheld with a WARN giving the age and the reason; the next
+    floor gives a fresh scale (its own, not mixed with the old one). Max age 0 holds forever."""
+    plan = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
+    k = intrinsics(FORWARD)
+    z, _ = FORWARD.depth_and_surface()
+    wall = np.full((HEIGHT, WIDTH), 2.0, np.float32)
+    for max_age in (3.0, 0.0):
+        scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height,
+                                         time_constant=1.0, max_age=max_age))
+        for t in (0.0, 0.5, 1.0):
+            scaler.update(t, (z / 0.5).astype(np.float32), k, plan, "model")
+        held = scaler.update(4.0, wall, k, plan, "model")
+        assert held.metric and held.scale == pytest.approx(0.5, rel=1e-3)
+        late = scaler.update(4.1, wall, k, plan, "model")
+        if max_age == 0.0:
+            assert late.metric and scaler.update(1000.0, wall, k, plan, "model").metric
+            continue
+        assert late.scale is None and not late.metric and late.expired
+        values, warning = scale_diagnostics(late)
+        assert warning.startswith("depth scale expired: no trustworthy estimate for 3.1 s")
+        assert "depth_scale_max_age 3 s" in warning and "no plane within 30 deg" in warning
+        assert "withheld" in warning and values["depth scale age (s)"] == "3.10"
+        fresh = scaler.update(5.0, (z / 0.8).astype(np.float32), k, plan, "model")
+        assert fresh.metric and fresh.scale == pytest.approx(0.8, rel=1e-3)
+    assert "depth_scale_max_age must be >= 0" in ScaleConfig(
+        "ground_plane", camera_height=1.0, max_age=-1.0).problem()
+
+
+def test_per_frame_scales_are_each_frames_own():
+    """Unrelated photos: no filter, no hold; a photo without a floor has no scale."""
+    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height,
+                                     per_frame=True))
+    plan = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
+    z, _ = FORWARD.depth_and_surface()
+    k = intrinsics(FORWARD)
+    for t, s in enumerate((0.5, 0.7, 0.35)):
+        report = scaler.update(float(t), (z / s).astype(np.float32), k, plan, "model")
+        assert report.scale == pytest.approx(s, rel=1e-3) and report.metric
+    report = scaler.update(3.0, np.full((HEIGHT, WIDTH), 2.0, np.float32), k, plan, "model")
+    assert report.scale is None and not report.metric and "no plane" in report.reason

@@ -120,6 +120,14 @@ class Scene:
 # The scenes of the metric-scale tests: a level camera facing a wall, and a pitched one with a box.
 FORWARD = Scene(height=1.2, pitch_deg=0.0, wall=3.0)
 PITCHED_WITH_BOX = Scene(height=0.6, pitch_deg=20.0, wall=1.6, box=(-0.3, 0.1, 0.8, 1.0, 0.2))
+# A desk in front of the robot (camera 1.0 m up, desk top 0.4 m below it, wall at 4 m, a narrower
+# lens): its top covers 25 % of the lower view, more than the floor beside it (17 %); its front
+# face 37 %. Taking the desk for the floor puts everything 2.5x too far.
+DESK_BESIDE_FLOOR = Scene(height=1.0, pitch_deg=0.0, wall=4.0, fx=600.0,
+                          box=(-0.22, 5.0, 1.05, 4.0, 0.6))
+# The same desk across the whole view: no floor anywhere. Its top holds 38 % of the lower view,
+# its front face (beneath the top, down past the bottom of the view) 49 %.
+DESK_ONLY = Scene(height=1.0, pitch_deg=0.0, wall=4.0, fx=600.0, box=(-5.0, 5.0, 1.05, 4.0, 0.6))
 
 
 def sparse_reference(z, fraction, outliers, rng, shape=None):

@@ -1,0 +1,116 @@
+"""The temporal filter of the metric scale: robust, in log space, with a time constant and an age limit."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+
+STEP_MIN_LOG = 0.05           # smallest change the step detector takes over at once (about 5 %)
+JUMP_MIN_LOG = math.log(1.25)  # an estimate this far off the filtered scale (25 %) is not used
+WINDOW_MAX = 256              # estimates kept at most (stamps that do not advance never expire)
+
+
+class ScaleFilter:
+    """Robust exponential filter of the scale in log space, with a time constant in seconds.
+
+    * Each good estimate moves the log scale by ``alpha = 1 - exp(-dt / time_constant)`` of its
+      residual (by 1/n for the n-th estimate while that is larger: a running mean at first),
+      the residual clipped to 3 robust standard deviations of the window (Huber-like: one wild
+      frame moves it little). ``dt`` comes from the frames' own stamps, so the result
+      does not depend on how fast frames are processed.
+    * A step (a new scene): when every estimate of the last third of the time constant lies on
+      the same side, farther than 3 standard deviations of the window (and 5 %), the filter
+      jumps to their median. Smaller changes are followed exponentially.
+    * A jump: an estimate farther than 3 standard deviations and 25 % from the filtered scale
+      (a desk taken for the floor in one frame) is not used (:attr:`note` says so); it still
+      counts for the step rule, which takes it over if it persists.
+    * A frame without a trustworthy estimate leaves the scale as it is (held), for at most
+      ``max_age`` seconds of frame stamps since the last good estimate (0: forever); older, the
+      scale is forgotten (:attr:`scale` None) and the next good estimate starts afresh.
+    * The window holds the estimates of the last time constant, at most :data:`WINDOW_MAX`
+      (zero or repeated stamps never age out).
+    """
+
+    def __init__(self, time_constant: float, max_age: float = 0.0) -> None:
+        self.time_constant = time_constant
+        self.max_age = max_age
+        self._log: float | None = None
+        self._window: deque[tuple[float, float]] = deque(maxlen=WINDOW_MAX)  # (t, log scale)
+        self._last_t: float | None = None
+        self._count = 0  # good estimates since the last reset
+        self.last_good_t: float | None = None
+        self.note = ""  # why this frame's estimate was not used, "" when it was (or had none)
+
+    @property
+    def scale(self) -> float | None:
+        """The filtered scale; None until the first good estimate, and once expired."""
+        return None if self._log is None else math.exp(self._log)
+
+    @property
+    def expired(self) -> bool:
+        """True when a scale was found but has been forgotten for its age (``max_age``)."""
+        return self._log is None and self.last_good_t is not None
+
+    def spread(self) -> float:
+        """Robust relative spread (1.4826 x MAD of log scale) of the estimates in the window."""
+        if len(self._window) < 2:
+            return 0.0
+        x = np.array([s for _, s in self._window])
+        return 1.4826 * float(np.median(np.abs(x - np.median(x))))
+
+    def update(self, t: float, estimate: float | None) -> float | None:
+        """Feed the estimate of the frame stamped ``t`` (s); None = no trustworthy estimate."""
+        self.note = ""
+        if self._last_t is not None and t < self._last_t - self.time_constant:
+            self.reset()  # time went back (a bag replayed from the start): a new sequence
+        elif (self.max_age > 0 and self._log is not None
+              and t - self.last_good_t > self.max_age):
+            self._forget()  # too old to stand for this scene
+        if estimate is None or not (estimate > 0 and math.isfinite(estimate)):
+            return self.scale
+        x = math.log(estimate)
+        self._window.append((t, x))
+        while self._window and self._window[0][0] < t - self.time_constant:
+            self._window.popleft()
+        dt = 0.0 if self._last_t is None else max(t - self._last_t, 0.0)
+        alpha = 1.0 - math.exp(-dt / self.time_constant)
+        if self._log is None:
+            self._log, self._count = x, 1
+        else:
+            sigma = self.spread()
+            bound = max(3.0 * sigma, STEP_MIN_LOG)
+            recent = [s for ts, s in self._window if ts >= t - self.time_constant / 3.0]
+            offsets = np.array(recent) - self._log
+            step = float(np.median(offsets))
+            if (len(recent) >= 3 and (np.all(offsets > 0) or np.all(offsets < 0))
+                    and abs(step) > bound):
+                self._log += step
+                self._count = len(recent)  # as if the new scene's estimates were averaged
+                while self._window and self._window[0][0] < t - self.time_constant / 3.0:
+                    self._window.popleft()  # the old scene's estimates no longer count
+            elif abs(x - self._log) > max(3.0 * sigma, JUMP_MIN_LOG):
+                self.note = (f"this frame's estimate {estimate:.4g} is "
+                             f"{estimate / self.scale:.2f}x the filtered scale "
+                             f"{self.scale:.4g}: not used unless it persists for a third of "
+                             "the time constant (a scene change)")
+                return self.scale
+            else:
+                # A running mean at first (1/n), then the exponential filter (alpha).
+                self._count += 1
+                weight = max(alpha, 1.0 / self._count)
+                self._log += weight * min(max(x - self._log, -bound), bound)
+        self._last_t = t
+        self.last_good_t = t
+        return self.scale
+
+    def _forget(self) -> None:
+        """Drop the scale and the window but keep ``last_good_t`` (reports give the age)."""
+        self._log, self._last_t, self._count = None, None, 0
+        self._window.clear()
+
+    def reset(self) -> None:
+        """Forget everything (no scale until the next good estimate)."""
+        self._forget()
+        self.last_good_t = None
