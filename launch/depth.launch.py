@@ -9,8 +9,9 @@
 
     ros2 launch dense_perception depth.launch.py use_lifecycle:=true   # a managed node
 
-Parameters come from the ``config`` YAML; the ``model``, ``backend``, ``input_qos`` and
-``use_lifecycle`` arguments override its values only when they are given. ``rviz:=true`` also
+Parameters come from the ``config`` YAML; the ``model``, ``backend``, ``input_qos``,
+``camera_info_qos`` and ``use_lifecycle`` arguments override its values only when they are
+given. ``rviz:=true`` also
 starts RViz in the node's namespace (the config's topics are relative), with ``fixed_frame``
 (the images' ``header.frame_id``) as its fixed frame. With use_lifecycle:=true the node starts
 unconfigured: configure and activate it with a lifecycle manager (e.g. nav2_lifecycle_manager)
@@ -35,6 +36,8 @@ def _node(context):
         overrides["model_path"] = arg("model")
     if arg("input_qos"):
         overrides["input_qos"] = arg("input_qos")
+    if arg("camera_info_qos"):
+        overrides["camera_info_qos"] = arg("camera_info_qos")
     if arg("use_lifecycle"):
         overrides["use_lifecycle"] = arg("use_lifecycle") == "true"
     image = arg("image")
@@ -81,6 +84,12 @@ def generate_launch_description():
             "input_qos", default_value="", choices=["", "auto", "sensor_data", "reliable"],
             description="Camera subscription QoS: auto (match the camera's reliability), "
                         "sensor_data (best effort) or reliable; empty = the config's input_qos"),
+        DeclareLaunchArgument(
+            "camera_info_qos", default_value="",
+            choices=["", "auto", "sensor_data", "reliable", "transient_local"],
+            description="camera_info subscription QoS: auto (as input_qos, transient-local when "
+                        "the camera latches its CameraInfo), transient_local, sensor_data or "
+                        "reliable; empty = the config's camera_info_qos"),
         DeclareLaunchArgument(
             "use_lifecycle", default_value="", choices=["", "true", "false"],
             description="true: start a managed (lifecycle) node, unconfigured; empty = the "

@@ -29,8 +29,10 @@ CONFIGS = {"depth.yaml": "da3", "tipsv2.yaml": "tipsv2"}
 RVIZ_FILE = REPO / "config" / "dense_perception.rviz"
 NODE_KEY = "/**/dense_perception"  # matches the node in any namespace (launch's namespace:=...)
 LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
-               "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle"}
+               "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle",
+               "camera_info_qos"}
 ARG_TO_PARAM = {"backend": "backend", "model": "model_path", "input_qos": "input_qos",
+                "camera_info_qos": "camera_info_qos",
                 "use_lifecycle": "use_lifecycle"}
 HAVE_LAUNCH_ROS = importlib.util.find_spec("launch_ros") is not None
 
@@ -122,7 +124,7 @@ def test_launch_declares_exactly_the_documented_arguments():
                      "camera_info": "/camera/camera_info", "namespace": "",
                      "reference_depth": "reference_depth", "rviz": "false",
                      "fixed_frame": "camera_optical_frame", "input_qos": "",
-                     "use_lifecycle": ""}
+                     "use_lifecycle": "", "camera_info_qos": ""}
     for name, call in declared.items():
         description = _kwargs(call).get("description")
         assert isinstance(description, ast.Constant) and description.value, \
@@ -241,11 +243,13 @@ def test_launch_defaults_use_the_config_model_and_backend(stub_launch):
 def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     node = _run_opaque(stub_launch, model="/m/tipsv2.tflite", backend="cpu", image="/cam/img",
                        camera_info="/cam/info", config="/c/tipsv2.yaml", namespace="robot1",
-                       reference_depth="/tof/depth", input_qos="reliable", use_lifecycle="true")
+                       reference_depth="/tof/depth", input_qos="reliable", use_lifecycle="true",
+                       camera_info_qos="transient_local")
     files, overrides = _parameters(node)
     assert files == ["/c/tipsv2.yaml"]
     assert overrides == {"backend": "cpu", "model_path": "/m/tipsv2.tflite",
-                         "input_qos": "reliable", "use_lifecycle": True}
+                         "input_qos": "reliable", "use_lifecycle": True,
+                         "camera_info_qos": "transient_local"}
     assert set(overrides) == set(ARG_TO_PARAM.values())
     for name in overrides:
         assert name in PARAMS_BY_NAME, f"{name} is not a node parameter"

@@ -7,8 +7,10 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT  # noqa: E402
+from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
+from rcl_interfaces.srv import DescribeParameters, SetParameters  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from ros_harness import Harness, LifecycleClient, wait_until  # noqa: E402
 
 from dense_perception.ros.lifecycle import LifecycleDensePerceptionNode  # noqa: E402
@@ -129,3 +131,65 @@ def test_a_destroyed_lifecycle_node_leaves_the_graph_at_once():
         gc.enable()
         observer.destroy_node()
         rclpy.shutdown(context=observer_context)
+
+
+def _service_call(client, srv_type, name, request):
+    service = client.create_client(srv_type, f"/dense_perception/{name}")
+    try:
+        assert service.wait_for_service(timeout_sec=10)
+        future = service.call_async(request)
+        wait_until(future.done, 10, f"{name} answers")
+        return future.result()
+    finally:
+        client.destroy_client(service)
+
+
+def set_over_dds(client, name, value):
+    """What ``ros2 param set /dense_perception NAME VALUE`` gets back: (successful, reason)."""
+    msg = Parameter(name, value=value).to_parameter_msg()
+    result = _service_call(client, SetParameters, "set_parameters",
+                           SetParameters.Request(parameters=[msg])).results[0]
+    return result.successful, result.reason
+
+
+def test_restart_only_parameters_are_set_while_unconfigured():
+    """Navigation2's pattern: cleanup -> set model_path -> configure loads the new model; while
+    configured the change is refused with the state and the way out."""
+    h = Harness({"model_path": DA3_TEST_MODEL}, subscribe=("/diagnostics",),
+                node_class=LifecycleDensePerceptionNode)
+    try:
+        lifecycle = LifecycleClient(h.client)
+
+        def advertises(topic):
+            return topic in dict(h.client.get_publisher_names_and_types_by_node(
+                "dense_perception", "/"))
+        described = _service_call(h.client, DescribeParameters, "describe_parameters",
+                                  DescribeParameters.Request(names=["model_path", "use_lifecycle"]))
+        assert [d.read_only for d in described.descriptors] == [False, True]
+        assert "while unconfigured" in described.descriptors[0].description
+
+        # Unconfigured: set, then configure loads TIPSv2 (normals) instead of DA3.
+        assert set_over_dds(h.client, "model_path", TIPS_TEST_MODEL) == (True, "")
+        assert lifecycle.change(T.TRANSITION_CONFIGURE, S.PRIMARY_STATE_INACTIVE)
+        assert h.diagnostics(lambda d: d[1].startswith("inactive"))[2]["model kind"] == "tipsv2"
+        wait_until(lambda: advertises("/normals/image"), GRAPH_TIMEOUT, "normals advertised")
+
+        # Configured: refused, saying the state and what to do; the model stays.
+        ok, reason = set_over_dds(h.client, "model_path", DA3_TEST_MODEL)
+        assert not ok and "it is inactive: cleanup first" in reason, reason
+        assert lifecycle.change(T.TRANSITION_ACTIVATE, S.PRIMARY_STATE_ACTIVE)
+        ok, reason = set_over_dds(h.client, "backend", "auto")
+        assert not ok and "it is active: deactivate and cleanup first" in reason, reason
+        assert h.node.get_parameter("model_path").value == TIPS_TEST_MODEL
+
+        # deactivate, cleanup, set, configure: DA3 again (no normals).
+        assert lifecycle.change(T.TRANSITION_DEACTIVATE, S.PRIMARY_STATE_INACTIVE)
+        assert lifecycle.change(T.TRANSITION_CLEANUP, S.PRIMARY_STATE_UNCONFIGURED)
+        assert set_over_dds(h.client, "model_path", DA3_TEST_MODEL) == (True, "")
+        ok, reason = set_over_dds(h.client, "use_lifecycle", False)  # chose the node's class
+        assert not ok
+        assert lifecycle.change(T.TRANSITION_CONFIGURE, S.PRIMARY_STATE_INACTIVE)
+        assert h.diagnostics(lambda d: d[2]["model kind"] == "da3")
+        assert not advertises("/normals/image")
+    finally:
+        h.close()

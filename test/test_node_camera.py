@@ -7,13 +7,20 @@ import pytest
 
 pytest.importorskip("rclpy")
 
+import math  # noqa: E402
+
 import camera_scenes as cs  # noqa: E402
+import rclpy  # noqa: E402
 from conftest import TIPS_TEST_MODEL  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from ros_harness import Harness  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from ros_harness import Harness, camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, RegionOfInterest  # noqa: E402
 
+from dense_perception.core.camera_info_choice import (AFTER_WITHIN_SLOP,  # noqa: E402
+                                                      LATEST_BEFORE)
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
+from dense_perception.ros.camera_input import camera_info_qos  # noqa: E402
 
 pytestmark = pytest.mark.ros
 WARN = 1
@@ -83,3 +90,102 @@ def test_raw_and_rectified_cameras_over_dds(harness):
     level, message, values = h.diagnostics(
         lambda d: "unknown distortion model" in d[2].get("camera model", ""), timeout=15.0)
     assert level == WARN and "kannala_brandt_custom" in message
+
+
+# ---- which CameraInfo, and how it is received -----------------------------------------------------
+SMALL = (64, 48)  # frame size; with output_resolution: input, depth/camera_info's K is the camera's
+GUESSED_FX = (SMALL[0] / 2) / math.tan(math.radians(60.0) / 2)  # fallback_hfov_deg 60
+
+
+def depth_info_at(h, sec, nanosec=0):
+    """depth/camera_info of the frame stamped sec.nanosec."""
+    return h.wait_for("depth/camera_info", timeout=30.0, where=lambda m: (
+        m.header.stamp.sec, m.header.stamp.nanosec) == (sec, nanosec))[0]
+
+
+@pytest.mark.timeout(120)
+def test_camera_info_stamped_just_after_the_image_is_used():
+    """A driver that stamps CameraInfo on another clock, 0.02 s after the image: the real K
+    within camera_info_slop (diagnostics say so), the pinhole guess beyond it."""
+    h = Harness({"model_path": TIPS_TEST_MODEL, "output_resolution": "input",
+                 "camera_info_slop": 0.5}, subscribe=("depth/camera_info", "/diagnostics"))
+    try:
+        h.wait_matched(("depth/camera_info",))
+        info = camera_info(*SMALL, fx=300.0)
+        frame = np.zeros((SMALL[1], SMALL[0], 3), np.uint8)
+        # The image first, its CameraInfo (stamped 10.02) just after: the frame waits for it.
+        h.player.publish_frame(frame, h.header(sec=10))
+        info.header = h.header(sec=10, nanosec=20_000_000)
+        h.info_pub.publish(info)
+        np.testing.assert_allclose(depth_info_at(h, 10).k, info.k)
+        level, _, values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")
+        assert values["camera_info"] == AFTER_WITHIN_SLOP and level == 0, values
+
+        assert h.node.set_parameters([Parameter("camera_info_slop", value=0.05)])[0].successful
+        h.player.publish_frame(frame, h.header(sec=9, nanosec=980_000_000))  # 0.04 s before
+        np.testing.assert_allclose(depth_info_at(h, 9, 980_000_000).k, info.k)
+        h.player.publish_frame(frame, h.header(sec=9, nanosec=960_000_000))  # 0.06 s before
+        assert depth_info_at(h, 9, 960_000_000).k[0] == pytest.approx(GUESSED_FX)
+        level, message, _ = h.diagnostics(lambda d: d[2]["frames processed"] == "3")
+        assert level == WARN and "guess" in message
+    finally:
+        h.close()
+
+
+@pytest.mark.timeout(120)
+def test_latched_camera_info_published_before_the_node_starts_is_used():
+    """A driver that publishes its CameraInfo once, transient-local, before the node exists."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    driver = rclpy.create_node("latching_driver", context=context)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    info_pub = driver.create_publisher(CameraInfo, "camera_info", latched)
+    info = camera_info(*SMALL, fx=300.0)
+    info.header.stamp.sec = 1
+    info_pub.publish(info)
+    h = None
+    try:
+        h = Harness({"model_path": TIPS_TEST_MODEL, "output_resolution": "input"}, subscribe=())
+        h.client.destroy_publisher(h.info_pub)  # the latching driver is the only one
+        h.subscribe("depth/camera_info")
+        h.subscribe("/diagnostics")
+        wait_until(lambda: h.image_pub.get_subscription_count() > 0
+                   and info_pub.get_subscription_count() > 0, 30, "the node subscribes")
+        durabilities = {i.qos_profile.durability for i in
+                        h.client.get_subscriptions_info_by_topic("/camera_info")
+                        if i.node_name == "dense_perception"}
+        assert durabilities == {DurabilityPolicy.TRANSIENT_LOCAL}
+        wait_until(lambda: len(h.perception._camera_infos) == 1, 10,
+                   "the node receives the latched CameraInfo")
+        h.player.publish_frame(np.zeros((SMALL[1], SMALL[0], 3), np.uint8), h.header(sec=10))
+        np.testing.assert_allclose(depth_info_at(h, 10).k, info.k)
+        level, _, values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")
+        assert values["camera_info"] == LATEST_BEFORE and level == 0, values
+    finally:
+        if h is not None:
+            h.close()
+        driver.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def test_camera_info_qos_choices():
+    """camera_info_qos: auto goes transient-local only when every publisher is (a volatile
+    publisher would not match a transient-local subscription)."""
+    def offered(durability, reliability=ReliabilityPolicy.RELIABLE):
+        return QoSProfile(depth=1, durability=durability, reliability=reliability)
+    tl, vol = DurabilityPolicy.TRANSIENT_LOCAL, DurabilityPolicy.VOLATILE
+    best_effort = ReliabilityPolicy.BEST_EFFORT
+
+    def chosen(mode, input_mode, pubs):
+        qos = camera_info_qos(mode, input_mode, pubs)
+        return qos.durability, qos.reliability
+    reliable = ReliabilityPolicy.RELIABLE
+    assert chosen("auto", "auto", [offered(tl)]) == (tl, reliable)
+    assert chosen("auto", "sensor_data", [offered(tl, best_effort)]) == (tl, best_effort)
+    assert chosen("auto", "auto", [offered(tl), offered(vol)]) == (vol, reliable)
+    assert chosen("auto", "auto", [offered(vol, best_effort)]) == (vol, best_effort)
+    assert chosen("auto", "auto", []) == (vol, best_effort)  # no publisher yet: matches any
+    assert chosen("transient_local", "auto", []) == (tl, reliable)
+    assert chosen("reliable", "sensor_data", [offered(tl)]) == (vol, reliable)
+    assert chosen("sensor_data", "reliable", []) == (vol, best_effort)

@@ -1,15 +1,19 @@
 """Which CameraInfo describes a frame: one rule for the node and the offline command.
 
 The rule: the CameraInfo whose header stamp equals the image's, else the latest one stamped
-before the image, else none (the caller then uses its pinhole guess and says so). A CameraInfo
-stamped after the image never describes it: a camera that changes its calibration (zoom,
-binning) does so from that stamp on.
+before the image, else (when none is stamped at or before it) the first one stamped at most
+``slop`` after it, else none (the caller then uses its pinhole guess and says so). A later
+CameraInfo never replaces an earlier one: a camera that changes its calibration (zoom, binning)
+does so from that stamp on. The slop is for drivers that stamp CameraInfo on another clock than
+the image, or a moment after it: without it their first frames (or all of them) would get the
+guess although the real calibration is at hand.
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
+import time
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -18,6 +22,7 @@ MATCHED = "matched image stamp"
 LATEST_BEFORE = "latest before the image (no stamp match)"
 NONE_RECEIVED = "none received"
 NONE_BEFORE = "none stamped at or before the image"
+AFTER_WITHIN_SLOP = "first after the image, within camera_info_slop"
 
 
 def stamp_ns(stamp: Any) -> int:
@@ -36,7 +41,9 @@ class CameraInfoHistory(Generic[T]):
         self._stamps: list[int] = []
         self._items: list[T] = []
         self._limit = limit
-        self._lock = threading.Lock()  # the node adds on its executor, chooses on a worker
+        # The node adds on its executor and chooses on a worker (which may wait for an add).
+        self._lock = threading.Condition()
+        self._waited_in_vain = False  # a wait for the first CameraInfo ended with none
 
     def __len__(self) -> int:
         return len(self._items)
@@ -45,6 +52,7 @@ class CameraInfoHistory(Generic[T]):
         """Keep ``item`` stamped ``stamp`` (ns); a second one with the same stamp replaces it."""
         with self._lock:
             self._add(stamp, item)
+            self._lock.notify_all()
 
     def _add(self, stamp: int, item: T) -> None:
         i = bisect.bisect_left(self._stamps, stamp)
@@ -56,12 +64,26 @@ class CameraInfoHistory(Generic[T]):
         if self._limit is not None and len(self._items) > self._limit:
             del self._stamps[0], self._items[0]
 
-    def choose(self, stamp: int) -> tuple[T | None, str]:
-        """(the item for an image stamped ``stamp``, or None; how it was chosen)."""
+    def choose(self, stamp: int, slop: int = 0, wait_s: float = 0.0) -> tuple[T | None, str]:
+        """(the item for an image stamped ``stamp``, or None; how it was chosen).
+
+        ``slop`` (ns): when none is stamped at or before the image, the first one stamped at
+        most this much after it describes it. ``wait_s``: while none has been received yet,
+        wait up to this long for one (a driver may publish a frame's CameraInfo just after the
+        frame). Only the first such wait is made: once one has ended with none, no CameraInfo
+        follows the frames promptly and waiting again would only delay them.
+        """
         with self._lock:
+            if not self._items and wait_s > 0 and not self._waited_in_vain:
+                deadline = time.monotonic() + wait_s
+                while not self._items and self._lock.wait(deadline - time.monotonic()):
+                    pass
+                self._waited_in_vain = not self._items
             if not self._items:
                 return None, NONE_RECEIVED
             i = bisect.bisect_right(self._stamps, stamp) - 1
-            if i < 0:
-                return None, NONE_BEFORE
-            return self._items[i], MATCHED if self._stamps[i] == stamp else LATEST_BEFORE
+            if i >= 0:
+                return self._items[i], MATCHED if self._stamps[i] == stamp else LATEST_BEFORE
+            if self._stamps[0] - stamp <= slop:
+                return self._items[0], AFTER_WITHIN_SLOP
+            return None, NONE_BEFORE

@@ -17,6 +17,7 @@ from .runner import BACKENDS, GPU_PRECISIONS
 
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
 INPUT_QOS = ("auto", "sensor_data", "reliable")
+CAMERA_INFO_QOS = ("auto", "sensor_data", "reliable", "transient_local")
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,14 @@ PARAMS: tuple[ParamSpec, ...] = (
               "publisher's reliability (history depth 1) and re-checks when it appears; "
               "'sensor_data' (best effort, REP 2003) or 'reliable' force one.",
               choices=INPUT_QOS),
+    ParamSpec("camera_info_qos", "auto", "camera_info subscription QoS: 'auto' is input_qos, "
+              "but reliable transient-local (depth 1) when every camera_info publisher is "
+              "transient-local (a driver that latches its CameraInfo once); 'transient_local', "
+              "'sensor_data' or 'reliable' force one.", choices=CAMERA_INFO_QOS),
+    ParamSpec("camera_info_slop", 0.05, "When no CameraInfo is stamped at or before an image, "
+              "use the first one stamped at most this long (s) after it (drivers that stamp "
+              "CameraInfo on another clock); until the first CameraInfo arrives, a frame waits "
+              "at most this long for it (once).", low=0.0, high=10.0, runtime=True),
     ParamSpec("use_lifecycle", False, "Run as a managed (lifecycle) node: configure loads the "
               "model, activate starts publishing, deactivate stops inference, cleanup frees "
               "the model."),

@@ -5,6 +5,10 @@ receives (and deserialises) no frames, as depth_image_proc does. Their QoS follo
 ``input_qos``: ``auto`` matches the camera publisher's reliability with history depth 1 (as
 image_proc does, image_pipeline issue 814) and is checked again when a publisher appears: a
 best-effort subscription to a reliable 1280x720 camera loses most frames in Fast DDS.
+
+``camera_info`` follows ``camera_info_qos``: ``auto`` is as ``input_qos``, except that when every
+camera_info publisher is transient-local (a driver that latches its CameraInfo once, maybe long
+before the node subscribes) it subscribes transient-local too, so that sample is delivered.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import copy
 from typing import Any, Callable
 
 from rclpy.node import Node
-from rclpy.qos import (HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
+                       qos_profile_sensor_data)
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from .compat import GraphWatch
@@ -41,14 +46,41 @@ def input_qos(mode: str, offered: list[ReliabilityPolicy]) -> QoSProfile:
                       else ReliabilityPolicy.BEST_EFFORT)
 
 
+def camera_info_qos(mode: str, input_mode: str, offered: list[QoSProfile]) -> QoSProfile:
+    """The camera_info subscription QoS for ``camera_info_qos`` = ``mode`` (and ``input_qos`` =
+    ``input_mode``) when the topic's publishers offer ``offered``.
+
+    A transient-local subscription matches only transient-local publishers, so ``auto`` asks for
+    it only when every publisher offers it, and then with the publishers' reliability (history
+    depth 1: the latched CameraInfo).
+    """
+    latched = bool(offered) and all(
+        p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in offered)
+    if mode == "transient_local" or (mode == "auto" and latched):
+        reliable = mode == "transient_local" or all(
+            p.reliability == ReliabilityPolicy.RELIABLE for p in offered)
+        return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                          reliability=ReliabilityPolicy.RELIABLE if reliable
+                          else ReliabilityPolicy.BEST_EFFORT)
+    return input_qos(input_mode if mode == "auto" else mode, [p.reliability for p in offered])
+
+
+def _describe(qos: QoSProfile) -> str:
+    return f"{qos.reliability.name.lower()}, {qos.durability.name.lower()}"
+
+
 class CameraInput:
     """Subscribes to the camera while :meth:`update` is told it is wanted."""
 
     def __init__(self, node: Node, *, compressed: bool, mode: str,
                  on_image: Callable[[Any], None], on_info: Callable[[Any], None],
-                 watch: GraphWatch, on_reference: Callable[[Any], None] | None = None) -> None:
-        """``on_reference``: also subscribe to ``reference_depth`` (Image) with the camera."""
+                 watch: GraphWatch, on_reference: Callable[[Any], None] | None = None,
+                 info_mode: str = "auto") -> None:
+        """``mode``: ``input_qos``; ``info_mode``: ``camera_info_qos``. ``on_reference``: also
+        subscribe to ``reference_depth`` (Image) with the camera."""
         self._node, self._mode, self._watch = node, mode, watch
+        self._info_mode = info_mode
         image = (COMPRESSED_TOPIC, CompressedImage) if compressed else (IMAGE_TOPIC, Image)
         # topic -> (message type, callback); the subscriptions and the QoS each was made with.
         self._topics = {image[0]: (image[1], on_image), INFO_TOPIC: (CameraInfo, on_info)}
@@ -72,15 +104,18 @@ class CameraInput:
             self.close()
             return
         for topic, (msg_type, callback) in self._topics.items():
-            qos = input_qos(self._mode, self._offered(topic))
+            qos = self._qos(topic)
             current = self._subs.get(topic)
-            if current is not None and current[1].reliability == qos.reliability:
+            if current is not None and _describe(current[1]) == _describe(qos):
                 continue
             if current is not None:
                 self._node.destroy_subscription(current[0])
                 self._node.get_logger().info(
-                    f"{topic}: the camera publishes {qos.reliability.name.lower()}; "
+                    f"{topic}: the camera publishes {_describe(qos)}; "
                     "subscribing again to match it")
+            elif qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+                self._node.get_logger().info(f"{topic}: subscribing {_describe(qos)} "
+                                             "(camera_info_qos)")
             # No qos_overriding_options: input_qos is the knob. (Override parameters are
             # declared read-only with the first subscription's values and would force those
             # on every later one.)
@@ -88,12 +123,17 @@ class CameraInput:
                 msg_type, topic, callback, copy.copy(qos), **self._watch.subscription_kwargs())
             self._subs[topic] = (sub, qos)
 
-    def _offered(self, topic: str) -> list[ReliabilityPolicy]:
-        if self._mode != "auto":
-            return []
+    def _qos(self, topic: str) -> QoSProfile:
+        """The QoS ``topic`` should be subscribed with now."""
+        if topic == INFO_TOPIC:
+            offered = self._offered(topic) if self._info_mode == "auto" else []
+            return camera_info_qos(self._info_mode, self._mode, offered)
+        offered = self._offered(topic) if self._mode == "auto" else []
+        return input_qos(self._mode, [p.reliability for p in offered])
+
+    def _offered(self, topic: str) -> list[QoSProfile]:
         name = self._node.resolve_topic_name(topic)
-        return [info.qos_profile.reliability
-                for info in self._node.get_publishers_info_by_topic(name)]
+        return [info.qos_profile for info in self._node.get_publishers_info_by_topic(name)]
 
     def close(self) -> None:
         for sub, _ in self._subs.values():

@@ -5,7 +5,9 @@ no camera subscription; --activate--> active: as the plain node (subscribes to t
 while an output has a subscriber, infers and publishes); --deactivate--> inactive: camera
 unsubscribed, inference stops, the model stays loaded; --cleanup--> unconfigured: the model
 and publishers are freed. Parameters are declared at construction, so they can be set before
-configure.
+configure; the restart-only ones (``model_path``, ``backend``, ...) are read by configure, so
+they can be set while unconfigured (cleanup -> set -> configure, as Navigation2 does) and are
+refused, with the way out, while configured.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from .perception import NODE_NAME, ParameterHandling, Perception
 
 class LifecycleDensePerceptionNode(ParameterHandling, LifecycleNode):
     """:class:`~.node.DensePerceptionNode` as an rclpy LifecycleNode (same Perception)."""
+
+    managed = True  # restart-only parameters: settable while unconfigured
 
     def __init__(self, *, runner_hook: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)

@@ -2,7 +2,10 @@
 
 Restart-only parameters are declared ``read_only`` (``ros2 param describe`` shows it and rclpy
 refuses a change); runtime ones are validated in the on-set callback (:func:`check_changes`)
-and applied in the post-set callback (see ``compat.add_parameter_callbacks``).
+and applied in the post-set callback (see ``compat.add_parameter_callbacks``). The managed
+(lifecycle) node is the exception: configure reads them, so they may be set while it is
+unconfigured (Navigation2's cleanup -> set -> configure) and are refused, with the way out,
+while it is configured.
 """
 
 from __future__ import annotations
@@ -19,28 +22,37 @@ from ..core.pipeline import PipelineConfig
 from .compat import parameter_descriptor
 
 RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
+CONFIGURE_NOTE = (" Lifecycle node: settable only while unconfigured (deactivate and cleanup "
+                  "first); the next configure uses it.")
+# Restart-only even for the managed node: it chose the node's class at start.
+PROCESS_PARAMS = ("use_lifecycle",)
 
 
 class StartupError(RuntimeError):
     """The node cannot start; the message says what is wrong and how to fix it."""
 
 
-def descriptor(spec: ParamSpec) -> ParameterDescriptor:
+def descriptor(spec: ParamSpec, managed: bool = False) -> ParameterDescriptor:
     """The ParameterDescriptor of one parameter: description, allowed values or range,
-    and ``read_only`` unless it may change while the node runs."""
+    and ``read_only`` unless it may change while the node runs (or, ``managed``: while a
+    lifecycle node is unconfigured)."""
     numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
+    configurable = managed and not spec.runtime and spec.name not in PROCESS_PARAMS
+    note = "" if spec.runtime else CONFIGURE_NOTE if configurable else RESTART_NOTE
     return parameter_descriptor(
-        spec.description + ("" if spec.runtime else RESTART_NOTE), choices=spec.choices,
+        spec.description + note, choices=spec.choices,
         low=spec.low if numeric else None, high=spec.high if numeric else None,
-        floating=isinstance(spec.default, float), read_only=not spec.runtime)
+        floating=isinstance(spec.default, float),
+        read_only=not spec.runtime and not configurable)
 
 
-def declare_parameters(node: Node) -> dict[str, Any]:
-    """Declare every parameter on ``node``; their checked values (StartupError if one is bad)."""
+def declare_parameters(node: Node, managed: bool = False) -> dict[str, Any]:
+    """Declare every parameter on ``node`` (``managed``: a lifecycle node, see
+    :func:`descriptor`); their checked values (StartupError if one is bad)."""
     try:
         for spec in PARAMS:
             if not node.has_parameter(spec.name):
-                node.declare_parameter(spec.name, spec.default, descriptor(spec))
+                node.declare_parameter(spec.name, spec.default, descriptor(spec, managed))
     except ParameterException as exc:
         raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
                            "are listed in config/depth.yaml.") from None
@@ -94,18 +106,31 @@ def changed_values(params: list) -> dict[str, Any]:
     return {p.name: p.value for p in params if p.name in PARAMS_BY_NAME}
 
 
-def check_changes(current: dict[str, Any], params: list,
-                  metric_depth: bool | None = None) -> SetParametersResult:
+def restart_only_refusal(name: str, lifecycle_state: str | None) -> str | None:
+    """Why restart-only parameter ``name`` may not change now (None: it may). The plain node
+    (``lifecycle_state`` None) never takes one; a lifecycle node takes one while unconfigured."""
+    if lifecycle_state is None or name in PROCESS_PARAMS:
+        return (f"{name} cannot change while the node runs; set it in the config YAML and "
+                "restart the node")
+    if lifecycle_state == "unconfigured":
+        return None
+    how = "deactivate and cleanup first" if lifecycle_state == "active" else "cleanup first"
+    return (f"{name} can only change while the node is unconfigured, and it is "
+            f"{lifecycle_state}: {how}, then set it and configure")
+
+
+def check_changes(current: dict[str, Any], params: list, metric_depth: bool | None = None,
+                  lifecycle_state: str | None = None) -> SetParametersResult:
     """Whether ``params`` may be applied to a node whose values are ``current`` and whose model
-    gives metric depth or not (None: no model loaded yet); no side effects: this is the on-set
-    callback's whole job."""
+    gives metric depth or not (None: no model loaded yet), in ``lifecycle_state`` (None: the
+    plain node); no side effects: this is the on-set callback's whole job."""
     changes = changed_values(params)
     for name, value in changes.items():
         spec = PARAMS_BY_NAME[name]
-        if not spec.runtime:  # read_only refuses first; this covers a descriptor override
-            return SetParametersResult(successful=False, reason=(
-                f"{name} cannot change while the node runs; set it in the config YAML and "
-                "restart the node"))
+        # read_only refuses first where it is set; this covers a descriptor override
+        refusal = None if spec.runtime else restart_only_refusal(name, lifecycle_state)
+        if refusal:
+            return SetParametersResult(successful=False, reason=refusal)
         problem = spec.problem(value)
         if problem:
             return SetParametersResult(successful=False, reason=problem)

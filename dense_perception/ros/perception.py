@@ -108,7 +108,8 @@ class Perception:
         self.camera = CameraInput(node, compressed=values["input_compressed"],
                                   mode=values["input_qos"], on_image=self._on_image,
                                   on_info=self._on_camera_info, watch=self.watch,
-                                  on_reference=self._on_reference if wants_reference else None)
+                                  on_reference=self._on_reference if wants_reference else None,
+                                  info_mode=values["camera_info_qos"])
         self._diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diag_timer = node.create_timer(values["diagnostics_period"],
                                              self.publish_diagnostics)
@@ -207,7 +208,11 @@ class Perception:
             self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
             return None
         # The camera is needed before inference: a distorted raw image is rectified first.
-        info, source = self._camera_infos.choose(stamp_ns(msg.header.stamp))
+        # Until the first CameraInfo arrives, wait for it up to the slop after the frame came.
+        slop = values["camera_info_slop"]
+        info, source = self._camera_infos.choose(
+            stamp_ns(msg.header.stamp), int(slop * 1e9),
+            wait_s=frame.received + slop - time.monotonic())
         raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
         return _Inferred(frame, raw, pipeline, values, source)
 
@@ -294,13 +299,16 @@ class Perception:
 
 class ParameterHandling:
     """The parameter side both node classes share: declared once, validated on set, applied
-    after set to the :class:`Perception` in ``self.perception`` (when there is one)."""
+    after set to the :class:`Perception` in ``self.perception`` (when there is one).
+
+    ``managed`` (the lifecycle node): restart-only parameters may be set while unconfigured."""
 
     perception: Perception | None
+    managed = False
 
     def setup_parameters(self) -> dict[str, Any]:
         """Declare the parameters and register the callbacks; the checked values."""
-        values = declare_parameters(self)
+        values = declare_parameters(self, self.managed)
         add_parameter_callbacks(self, self._validate_parameters, self._apply_parameters)
         return values
 
@@ -308,10 +316,14 @@ class ParameterHandling:
         return {p.name: self.get_parameter(p.name).value for p in PARAMS}
 
     def _validate_parameters(self, params: list) -> SetParametersResult:
+        state = None  # the plain node
+        if self.managed:
+            state = "unconfigured" if self.perception is None \
+                else self.perception.state or "inactive"
         if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
-            return check_changes(self.current_values(), params)
+            return check_changes(self.current_values(), params, lifecycle_state=state)
         return check_changes(self.perception.values, params,
-                             self.perception.spec.metric_depth)
+                             self.perception.spec.metric_depth, state)
 
     def _apply_parameters(self, params: list) -> None:
         changes = changed_values(params)
