@@ -144,6 +144,59 @@ def test_gpu_inference_leaves_the_gil_free(adapter):
     assert got >= 0.25 * spent / 0.003, (got, spent)
 
 
+@pytest.mark.timeout(120)
+def test_a_hung_or_dead_worker_is_replaced_a_bounded_number_of_times(adapter, maker):
+    """SIGSTOP makes the worker hang for real (from the runner's side it simply stops
+    answering); SIGKILL is a crash. Each costs one frame, within the timeout, and a fresh
+    worker gives the closed-form outputs again; one hang too many is final."""
+    from signal import SIGKILL, SIGSTOP
+    from dense_perception.core.gpu_runner import GpuWorkerError, GpuWorkerFailedError
+    from worker_procs import alive, gpu_workers
+
+    timeout = 1.0
+    runner = GpuProcessRunner(DA3_TEST_MODEL, timeout_s=timeout, max_restarts=1)
+    x = random_input((1, 3, 896, 504), seed=5) * 4 - 2
+    truth = maker.da3_reference(x)
+
+    def check_outputs():
+        runner.input_buffer()[...] = x
+        (depth,) = runner.run()
+        np.testing.assert_allclose(depth, truth, atol=3e-3 * 8)
+
+    def fails_within_timeout(sig, expected=GpuWorkerError):
+        old = runner.worker_pid
+        assert gpu_workers(os.getpid()) == [old]
+        os.kill(old, sig)
+        start = time.monotonic()
+        with pytest.raises(expected) as failure:
+            runner.run()
+        elapsed = time.monotonic() - start
+        assert not alive(old), "the hung worker was left running"
+        return str(failure.value), elapsed
+
+    try:
+        check_outputs()
+        message, elapsed = fails_within_timeout(SIGSTOP)
+        # Killed at the timeout; the restart (load + warm-up, ~1 s here) is part of the wait.
+        assert timeout <= elapsed < timeout + 60, elapsed
+        assert message.startswith("GPU inference did not finish within 1 s (gpu_timeout)")
+        assert "GPU worker restarted (1 of 1" in message
+        check_outputs()  # the fresh worker, the same shared memory
+        message, _ = fails_within_timeout(SIGKILL)  # a crash
+        assert "exited (status -9)" in message and "restarted (1 of 1" in message
+        check_outputs()  # a good inference: the count starts again
+        # Two hangs with no good inference between them: one more than gpu_max_restarts.
+        fails_within_timeout(SIGSTOP)
+        message, _ = fails_within_timeout(SIGSTOP, GpuWorkerFailedError)
+        assert "2 times in a row (gpu_max_restarts 1)" in message
+        assert runner.worker_pid is None and gpu_workers(os.getpid()) == []
+        with pytest.raises(GpuWorkerFailedError):  # and it stays so, at once
+            runner.run()
+        assert runner.restarts == 3
+    finally:
+        runner.close()
+
+
 # ---- pipeline ---------------------------------------------------------------------------------
 def _products(model, backend, precision="fp16"):
     pipeline = load_pipeline(model, backend=backend, gpu_precision=precision, log=quiet,

@@ -5,13 +5,18 @@ Protocol: one JSON request per line on stdin, one JSON reply per line on the ori
 
 1. ``{"model": path, "precision": "fp16"|"fp32"}`` -> ``{"ok", "error", "log", "inputs",
    "outputs", "fully_accelerated"}``; ``log`` is LiteRT's native log while compiling.
-2. ``{"shared": file, "offsets": [...]}`` -> ``{"ok"}``: the input, then the outputs, as float32
-   at those byte offsets of the shared file.
+2. ``{"shared_fd": fd, "offsets": [...]}`` -> ``{"ok"}``: the input, then the outputs, as
+   float32 at those byte offsets of the shared memory, an anonymous memfd inherited as ``fd``.
 3. ``{"run": true}`` -> ``{"ok", "ms"}``: inference on the shared input, outputs written there.
+
+Started as ``python -m dense_perception.core.gpu_worker --parent PID``: it asks the kernel to
+SIGKILL it when that parent dies (``PR_SET_PDEATHSIG``), so a killed or crashed node never leaves
+a worker behind, not even one hung in the GPU driver.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import mmap
 import os
@@ -56,10 +61,9 @@ def serve(requests, reply) -> int:
     views: list[np.ndarray] = []
     for line in requests:
         request = json.loads(line)
-        if "shared" in request:
+        if "shared_fd" in request:
             try:
-                with open(request["shared"], "r+b") as f:
-                    shared = mmap.mmap(f.fileno(), 0)
+                shared = mmap.mmap(request["shared_fd"], 0)
                 views = [np.frombuffer(shared, np.float32, int(np.prod(shape)), offset)
                          .reshape(shape) for shape, offset in zip(shapes, request["offsets"])]
                 send({"ok": True})
@@ -82,8 +86,22 @@ def serve(requests, reply) -> int:
     return 0
 
 
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when ``parent`` dies (Linux; elsewhere stdin EOF still ends it)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
 def main() -> int:
-    """Entry point: ``python -m dense_perception.core.gpu_worker`` (started by the runner)."""
+    """Entry point: ``python -m dense_perception.core.gpu_worker [--parent PID]`` (started by
+    the runner)."""
+    if len(sys.argv) == 3 and sys.argv[1] == "--parent":
+        die_with_parent(int(sys.argv[2]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (stdin EOF)
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

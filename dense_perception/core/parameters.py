@@ -14,6 +14,7 @@ from .metric_scale import SCALE_SOURCES
 from .models import MODEL_TYPES
 from .cpu_precision import CPU_PRECISIONS
 from .runner import BACKENDS, GPU_PRECISIONS
+from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
 
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
 INPUT_QOS = ("auto", "sensor_data", "reliable")
@@ -56,6 +57,12 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gpu_precision", "fp16", "GPU arithmetic for backend gpu/auto: fp16 (LiteRT's "
               "default, fastest) or fp32 (GpuOptions enforce_f32: for values beyond fp16's "
               "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS),
+    ParamSpec("gpu_timeout", DEFAULT_TIMEOUT_S, "Seconds one GPU inference may take (real "
+              "models: milliseconds to tenths of a second); past it the GPU worker process is "
+              "killed and restarted, and that frame fails.", low=0.1, high=3600.0),
+    ParamSpec("gpu_max_restarts", DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
+              "timeout or a crash) with no good inference between them; one more and the node "
+              "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256),
     ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "

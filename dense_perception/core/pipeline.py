@@ -340,8 +340,10 @@ def camera_problem(camera: CameraModel | None, width: int, height: int) -> str |
 def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "auto",
                   num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
                   log=print, gpu_precision: str = "fp16", warn=None,
-                  cpu_precision: str = "fp32") -> DensePipeline:
-    """Check the configuration, load the model, detect its kind and build the pipeline.
+                  cpu_precision: str = "fp32", gpu_timeout: float | None = None,
+                  gpu_max_restarts: int | None = None) -> DensePipeline:
+    """Check the configuration, load the model, detect its kind and build the pipeline
+    (``gpu_timeout``, ``gpu_max_restarts``: see :func:`~.runner.open_runner`).
 
     Raises ValueError (bad configuration), ModelLoadError (file or backend) or
     ModelSignatureError (unsupported model), each with a message that says how to fix it.
@@ -356,5 +358,6 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
                              source=f"model file '{model_path}'")
     runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
-                         gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision)
+                         gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision,
+                         gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts)
     return DensePipeline(runner, spec, config)

@@ -17,6 +17,7 @@ features instead of pinning a version:
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -212,7 +213,8 @@ def check_model_file(model_path: str) -> TfliteSignature:
 
 def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
                 log: Log = print, warmup: bool = True, gpu_precision: str = "fp16",
-                warn: Log | None = None, cpu_precision: str = "fp32") -> Runner:
+                warn: Log | None = None, cpu_precision: str = "fp32",
+                gpu_timeout: float | None = None, gpu_max_restarts: int | None = None) -> Runner:
     """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu') and warm it up.
 
     ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why (a CPU
@@ -220,7 +222,9 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     initialise. ``num_threads`` -1 = all cores. ``gpu_precision``: 'fp16' or 'fp32' GPU
     arithmetic. ``warn`` logs warnings (default: ``log``). ``cpu_precision`` ('auto' | 'fp32' |
     'fp16') applies on the CPU (:mod:`.cpu_precision`); the library default is exact fp32, the
-    node's parameter defaults to 'auto'.
+    node's parameter defaults to 'auto'. ``gpu_timeout`` (s) and ``gpu_max_restarts`` bound a
+    GPU inference and the worker's restarts (:mod:`.gpu_runner`; None: its defaults). The
+    warm-up's time is kept as ``runner.warmup_ms`` (what a frame costs before one is timed).
     """
     if backend not in BACKENDS:
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
@@ -236,9 +240,11 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     runner: Runner | None = None
     fallback_note = ""
     if backend in ("auto", "gpu"):
-        from .gpu_runner import open_gpu_runner
-        runner, fallback_note = open_gpu_runner(model_path, backend, gpu_precision, log,
-                                                warn or log)
+        from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, open_gpu_runner
+        runner, fallback_note = open_gpu_runner(
+            model_path, backend, gpu_precision, log, warn or log,
+            DEFAULT_TIMEOUT_S if gpu_timeout is None else gpu_timeout,
+            DEFAULT_MAX_RESTARTS if gpu_max_restarts is None else gpu_max_restarts)
     if runner is None:
         threads = default_num_threads() if num_threads == -1 else num_threads
         try:
@@ -250,7 +256,9 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     runner.fallback_note = fallback_note
     if warmup:
         runner.input_buffer()[...] = 0.0
+        start = time.perf_counter()
         runner.run()
+        runner.warmup_ms = (time.perf_counter() - start) * 1000.0
     log(f"running on {runner.description}, ai-edge-litert {litert_version()}")
     return runner
 

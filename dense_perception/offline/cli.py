@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gpu, cpu (XNNPACK) or auto (GPU if it initialises, else CPU)")
     p.add_argument("--threads", type=int, default=_default("num_threads"),
                    help="CPU threads; -1 = all cores")
+    p.add_argument("--gpu-timeout", type=float, default=_default("gpu_timeout"),
+                   help="seconds one GPU inference may take; past it the GPU worker is "
+                   "restarted and the input fails (the next input goes on)")
+    p.add_argument("--gpu-max-restarts", type=int, default=_default("gpu_max_restarts"),
+                   help="GPU worker restarts with no good inference between them before the "
+                   "GPU counts as lost")
     p.add_argument("--model-type", choices=MODEL_TYPES, default="auto")
     p.add_argument("--fit", choices=FIT_MODES, default=_default("fit"),
                    help="how frames meet the model input: crop, stretch, rotate")

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ..core.models import ModelSpec, detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
+from ..core.parameters import PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, load_pipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
@@ -118,6 +119,10 @@ class ModelSession:
             raise CliError(problem)
         if args.max_frames < 0:
             raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
+        for name in ("gpu_timeout", "gpu_max_restarts"):
+            problem = PARAMS_BY_NAME[name].problem(getattr(args, name))
+            if problem:
+                raise CliError(f"--{name.replace('_', '-')}: {problem}")
         self.model_path = resolve_model_path(args.model)
         signature = check_model_file(self.model_path)
         self.spec: ModelSpec = detect_model_spec(
@@ -140,7 +145,9 @@ class ModelSession:
         with quiet_native_stderr(not args.verbose) as native:
             try:
                 pipeline = load_pipeline(self.model_path, args.model_type, args.backend,
-                                         args.threads, self.config, log=notes.append)
+                                         args.threads, self.config, log=notes.append,
+                                         gpu_timeout=args.gpu_timeout,
+                                         gpu_max_restarts=args.gpu_max_restarts)
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -10,6 +11,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from ..core.timing import StageStats
 
 ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERROR
+# A stall: frames keep arriving, no output for this many frame times (WARN, then ERROR). A frame
+# time is the measured mean (before the first frame: the model's warm-up), at least 0.2 s, so
+# a hiccup of a fast model is not a stall.
+STALL_WARN_PERIODS, STALL_ERROR_PERIODS, STALL_MIN_PERIOD_S = 5, 20, 0.2
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
 SUB_STAGES = ("scale",)  # parts of a stage above: shown, not added to the frame time
 
@@ -31,7 +36,30 @@ class FrameStats:
     camera_model: str = "-"  # which camera case the last frame was (raw / rectified, model)
     input_size: tuple[int, int] | None = None
     frame_id: str = ""  # the camera frame of the last image: the diagnostics' hardware_id
+    waiting_since: float | None = None  # monotonic s: first frame received since the last output
+    last_arrival: float | None = None  # monotonic s: the last frame received while active
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def frame_arrived(self, now: float) -> None:
+        """A frame arrived whose output is due (starts the stall clock if not running)."""
+        with self._lock:
+            self.last_arrival = now
+            if self.waiting_since is None:
+                self.waiting_since = now
+
+    def end_wait(self) -> None:
+        """No output is due for what arrived (a bad frame, no subscriber, inactive)."""
+        with self._lock:
+            self.waiting_since = None
+
+    def stalled_s(self, now: float) -> float:
+        """How long frames have kept arriving with no output: 0 unless another frame arrived
+        after the one that started the wait (one frame in progress is no stall yet)."""
+        with self._lock:
+            since, last = self.waiting_since, self.last_arrival
+        if since is None or last is None or last <= since:
+            return 0.0
+        return max(0.0, now - since)
 
     def record_failure(self, error: str) -> None:
         with self._lock:
@@ -44,18 +72,39 @@ class FrameStats:
             self.processed += 1
             self.consecutive_failures = 0
             self.last_age_s = age_s
+            self.waiting_since = None
+
+
+def stall_periods(stats: FrameStats, frame_ms: float | None, now: float,
+                  expected_frame_ms: float | None = None) -> tuple[float, float]:
+    """(seconds frames have waited with no output, how many frame times that is); the frame
+    time is ``frame_ms``, else ``expected_frame_ms`` (warm-up), else 1 s, at least 0.2 s."""
+    stalled = stats.stalled_s(now)
+    period_ms = frame_ms or expected_frame_ms or 1000.0
+    return stalled, stalled / max(period_ms / 1000.0, STALL_MIN_PERIOD_S)
 
 
 def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
-           scale_warning: str = "") -> tuple[bytes, str]:
+           scale_warning: str = "", now: float | None = None,
+           expected_frame_ms: float | None = None) -> tuple[bytes, str]:
     """Diagnostic level and summary message; ``frame_ms`` is the mean time to handle a frame.
 
     With a one-slot buffer an output is at most about two frame times old (one waiting, one
-    being handled); older means the worker is starved or blocked: falling behind.
+    being handled); older means the worker is starved or blocked: falling behind. Frames that
+    keep arriving with no output for STALL_WARN_PERIODS frame times are a stall (WARN), for
+    STALL_ERROR_PERIODS an ERROR, whatever the backend (``now``: monotonic s).
     """
+    stalled, periods = stall_periods(stats, frame_ms, time.monotonic() if now is None else now,
+                                     expected_frame_ms)
+    stall = (f"stalled: no output for {stalled:.1f} s while frames arrive ({periods:.0f} frame "
+             f"times of {frame_ms or expected_frame_ms or 1000.0:.0f} ms)")
     if stats.consecutive_failures >= ERROR_AFTER_FAILURES:
         return DiagnosticStatus.ERROR, (f"{stats.consecutive_failures} frames failed in a row: "
                                         f"{stats.last_error}")
+    if periods >= STALL_ERROR_PERIODS:
+        return DiagnosticStatus.ERROR, stall
+    if periods >= STALL_WARN_PERIODS:
+        return DiagnosticStatus.WARN, stall
     if stats.consecutive_failures:
         return DiagnosticStatus.WARN, f"last frame failed: {stats.last_error}"
     if frame_ms and stats.processed and stats.last_age_s * 1000.0 > 2.0 * frame_ms + 100.0:
@@ -80,16 +129,20 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
                       dropped: int, backend_note: str = "", state: str = "",
                       input_qos: str = "-",
                       depth_scale: tuple[dict[str, str], str] = ({}, ""),
-                      backend_details: dict[str, str] | None = None) -> DiagnosticArray:
+                      backend_details: dict[str, str] | None = None,
+                      expected_frame_ms: float | None = None) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
     nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
     node by. ``state``, when given, is the lifecycle state and leads the message.
 
     ``depth_scale``: the depth's unit and scale (values) and a warning while there is none;
-    ``backend_details`` (e.g. the GPU adapter) follow the backend's keys.
+    ``backend_details`` (e.g. the GPU adapter) follow the backend's keys;
+    ``expected_frame_ms`` (the warm-up) stands for the frame time before one is measured.
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
-    level, message = health(stats, frame_ms, backend_note, depth_scale[1])
+    now = time.monotonic()
+    level, message = health(stats, frame_ms, backend_note, depth_scale[1], now,
+                            expected_frame_ms)
     if state:
         message = f"{state}: {message}"
     size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"
@@ -112,6 +165,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "frames failed": str(stats.failed),
         "frames idle (no subscribers)": str(stats.idle),
         "output age (s)": f"{stats.last_age_s:.3f}",
+        "no output for (s)": f"{stats.stalled_s(now):.1f}",
         "last error": stats.last_error or "-",
         **depth_scale[0],
     }

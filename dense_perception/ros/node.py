@@ -57,7 +57,9 @@ def wants_lifecycle(context: rclpy.Context) -> bool:
 def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None = None) -> int:
     """Console entry point (``dense_perception_node``): spin until SIGINT/SIGTERM.
 
-    Returns 0 after a clean stop and 1 when the node could not start (one FATAL line says why).
+    Returns 0 after a clean stop and 1 when the node could not start or must stop (one FATAL
+    line says why): its GPU worker hung or died more than ``gpu_max_restarts`` times in a row,
+    and a launch file's ``respawn`` can start it afresh.
     ``runner_hook`` is for tests (e.g. a slow runner to check shutdown mid-inference).
     """
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -76,9 +78,16 @@ def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None
         return 1
     executor = rclpy.executors.SingleThreadedExecutor()
     executor.add_node(node)
+    code = 0
     try:
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
+            fatal = fatal_reason(node)
+            if fatal:
+                rclpy.logging.get_logger(NODE_NAME).fatal(
+                    f"{fatal}; exiting with status 1 (respawn restarts the node)")
+                code = 1
+                break
     finally:
         # The worker may be inside a long inference: it is a daemon thread, so the process
         # does not wait for it.
@@ -86,7 +95,13 @@ def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None
         executor.shutdown(timeout_sec=0.5)
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code
+
+
+def fatal_reason(node: Node) -> str:
+    """Why the node can no longer work and must exit ("" while it can)."""
+    perception = getattr(node, "perception", None)
+    return perception.fatal if perception is not None else ""
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_m
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS
-from ..core.gpu_runner import gpu_details
+from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
 from ..core.products import request_for
 from ..core.runner import ModelLoadError, resolve_model_path
@@ -75,7 +75,8 @@ class Perception:
                 model_path, values["model_type"], values["backend"], values["num_threads"],
                 pipeline_config(values), log=node.get_logger().info,
                 gpu_precision=values["gpu_precision"], warn=node.get_logger().warning,
-                cpu_precision=values["cpu_precision"])
+                cpu_precision=values["cpu_precision"], gpu_timeout=values["gpu_timeout"],
+                gpu_max_restarts=values["gpu_max_restarts"])
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
@@ -90,6 +91,7 @@ class Perception:
         self._references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
         self.model_name = Path(model_path).name
         self.state = ""  # the lifecycle state, for diagnostics ("" for the plain node)
+        self.fatal = ""  # why the node must exit (the GPU worker is lost); "" while all is well
         self.active = False
         self._lock = threading.Lock()
         self._graph_lock = threading.Lock()
@@ -131,6 +133,7 @@ class Perception:
     def deactivate(self) -> None:
         """Stop receiving frames and publishing; the model stays loaded."""
         self.active = False
+        self.stats.end_wait()  # no output is due while inactive
         self.on_graph_change()
 
     def stop(self) -> None:
@@ -175,8 +178,11 @@ class Perception:
 
     # ---- callbacks (executor thread) -------------------------------------------------------
     def _on_image(self, msg: Image | CompressedImage) -> None:
-        self.in_rate.tick()
-        self.stages.put(_Frame(msg, time.monotonic()))
+        now = time.monotonic()
+        self.in_rate.tick(now)
+        if self.active:
+            self.stats.frame_arrived(now)  # an output is due: the stall clock runs
+        self.stages.put(_Frame(msg, now))
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
@@ -186,6 +192,8 @@ class Perception:
 
     # ---- the two stages (worker threads) ---------------------------------------------------------
     def _on_failure(self, exc: Exception) -> None:
+        if isinstance(exc, GpuWorkerFailedError) and not self.fatal:
+            self.fatal = str(exc)  # node.main exits non-zero with it
         self.stats.record_failure(f"{type(exc).__name__}: {exc}")
         self._warn_once_per("failure", f"frame failed, skipped: {type(exc).__name__}: {exc}")
 
@@ -195,6 +203,7 @@ class Perception:
         listened = self.outputs.listened()
         if not listened or not self.active:
             self.stats.idle += 1
+            self.stats.end_wait()  # nobody wants this frame's output
             return None
         request = request_for(listened, values["points_rgb"])
         msg = frame.msg
@@ -205,6 +214,7 @@ class Perception:
                 image, encoding = image_to_array(msg), msg.encoding
         except BadImageError as exc:
             self.stats.rejected += 1
+            self.stats.end_wait()  # no output is due for a bad frame (it is counted instead)
             self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
             return None
         # The camera is needed before inference: a distorted raw image is rectified first.
@@ -279,7 +289,8 @@ class Perception:
             dropped=self.frames_dropped,
             backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
             input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values),
-            backend_details=gpu_details(pipeline.runner)))
+            backend_details=gpu_details(pipeline.runner),
+            expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None)))
 
     def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
