@@ -11,6 +11,7 @@ ratio is biased the same way and the median with them (by 7-13 % for the fisheye
 
 from dataclasses import replace
 
+import cv2
 import numpy as np
 import pytest
 
@@ -69,6 +70,28 @@ def test_reference_pixels_are_rectified_like_the_image(name, shape):
     # The scene does tell: the raw positions taken as rectified ones (before) are well off.
     before = reference_scale(relative, reference, plain, resolution).scale
     assert abs(before / SCALE - 1.0) > 0.01
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("camera", [CAMERAS["fisheye, R"], cs.RATIONAL,
+                                    replace(cs.PINHOLE, r=cs.rotation_y(-3.0), name="R only")],
+                         ids=["fisheye, R", "rational", "R only"])
+def test_rectify_points_inverts_opencvs_rectify_maps(camera):
+    """OpenCV's maps send each rectified pixel to a raw one (K, D, R, P); the raw pixel goes
+    back to that rectified pixel."""
+    info = camera.camera_info()
+    k, d = np.reshape(info.k, (3, 3)), np.array(info.d)
+    r, p = np.reshape(info.r, (3, 3)), np.reshape(info.p, (3, 4))[:, :3]
+    build = (cv2.fisheye.initUndistortRectifyMap if camera.distortion_model == "equidistant"
+             else cv2.initUndistortRectifyMap)
+    map_x, map_y = build(k, d, r, p, (cs.W, cs.H), cv2.CV_32FC1)
+    inside = (map_x >= 0) & (map_x <= cs.W - 1) & (map_y >= 0) & (map_y <= cs.H - 1)
+    assert inside.mean() > 0.9
+    grid_v, grid_u = np.nonzero(inside)
+    pu, pv = CameraModel.from_camera_info(info).rectify_points(
+        map_x[inside].astype(np.float64), map_y[inside].astype(np.float64))
+    assert np.isfinite(pu).all()
+    assert np.hypot(pu - grid_u, pv - grid_v).max() < 0.01  # float32 maps: 1e-4 px here
 
 
 @pytest.mark.timeout(60)
