@@ -6,7 +6,7 @@ The truth is written out independently (``camera_scenes``: the lens models and t
 inversion): the camera sits inside a sphere, so the true depth of every ray is known and falls
 off from the centre of the view outwards. A reference pixel looked up at the wrong place (its
 raw position taken as a rectified one, as before) reads a ray nearer the centre, deeper: every
-ratio is biased the same way and the median with them (by 7-13 % for the fisheye).
+ratio is biased the same way and the median with them (by 6-13 % for the fisheye).
 """
 
 from dataclasses import replace
