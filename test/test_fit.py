@@ -1,11 +1,14 @@
 """Fit plans: every mode x orientation x output resolution, pixel and intrinsics round trips."""
 
 import itertools
+from dataclasses import replace
 
 import cv2
 import numpy as np
 import pytest
 
+import camera_scenes as cs
+from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.fit import FIT_MODES, Interp, make_fit_plan
 from dense_perception.core.intrinsics import Intrinsics
 
@@ -129,6 +132,27 @@ def test_intrinsics_follow_the_published_grid(frame, model, mode, resolution):
     assert (kp.width, kp.height) == plan.published_size(resolution)
     np.testing.assert_allclose(kp.fx * pts[:, 0] / pts[:, 2] + kp.cx, u_pub, atol=1e-9)
     np.testing.assert_allclose(kp.fy * pts[:, 1] / pts[:, 2] + kp.cy, v_pub, atol=1e-9)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("model,mode", list(itertools.product(MODELS, FIT_MODES)))
+@pytest.mark.parametrize("resolution", ["model", "input"])
+def test_rectifying_plan_maps_raw_pixels_like_the_rectified_camera(model, mode, resolution):
+    """A point (rectified frame) seen by a raw fisheye camera turned by R: OpenCV's forward
+    model gives its raw pixel; the rectifying plan maps that raw pixel to where the published
+    intrinsics project the point."""
+    fisheye = replace(cs.FISHEYE, r=cs.rotation_y(4.0))
+    camera = CameraModel.from_camera_info(fisheye.camera_info())
+    plan = make_fit_plan(cs.W, cs.H, *model, mode).rectifying(camera)
+    rng = np.random.default_rng(1)
+    pts = rng.uniform([-1, -0.6, 1], [1, 0.6, 2], size=(200, 3))  # within P's view
+    raw_pts = pts @ np.reshape(fisheye.r, (3, 3))  # R^T: back into the raw camera's frame
+    raw = cv2.fisheye.projectPoints(raw_pts.reshape(-1, 1, 3), np.zeros(3), np.zeros(3),
+                                    np.reshape(fisheye.k, (3, 3)), np.array(fisheye.d))[0]
+    u_pub, v_pub = plan.camera_to_published(raw[:, 0, 0], raw[:, 0, 1], resolution)
+    kp = plan.published_intrinsics(camera.intrinsics(), resolution)
+    np.testing.assert_allclose(kp.fx * pts[:, 0] / pts[:, 2] + kp.cx, u_pub, atol=1e-3)
+    np.testing.assert_allclose(kp.fy * pts[:, 1] / pts[:, 2] + kp.cy, v_pub, atol=1e-3)
 
 
 def test_bad_arguments_are_refused():
