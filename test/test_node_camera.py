@@ -11,7 +11,7 @@ import math  # noqa: E402
 
 import camera_scenes as cs  # noqa: E402
 import rclpy  # noqa: E402
-from conftest import TIPS_TEST_MODEL  # noqa: E402
+from conftest import GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from ros_harness import Harness, camera_info, wait_until  # noqa: E402
@@ -133,29 +133,38 @@ def test_camera_info_stamped_just_after_the_image_is_used():
 
 
 @pytest.mark.timeout(120)
-def test_latched_camera_info_published_before_the_node_starts_is_used():
-    """A driver that publishes its CameraInfo once, transient-local, before the node exists."""
+@pytest.mark.parametrize("driver_first", [True, False], ids=["driver_first", "node_first"])
+def test_latched_camera_info_is_used(driver_first):
+    """A driver that publishes its CameraInfo once, transient-local: before the node exists, or
+    after the node subscribed (then the node subscribes again, transient-local, to match)."""
     context = rclpy.Context()
     rclpy.init(context=context)
     driver = rclpy.create_node("latching_driver", context=context)
-    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    info_pub = driver.create_publisher(CameraInfo, "camera_info", latched)
     info = camera_info(*SMALL, fx=300.0)
     info.header.stamp.sec = 1
-    info_pub.publish(info)
+
+    def start_driver():
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        driver.create_publisher(CameraInfo, "camera_info", latched).publish(info)
+    if driver_first:
+        start_driver()
     h = None
     try:
         h = Harness({"model_path": TIPS_TEST_MODEL, "output_resolution": "input"}, subscribe=())
         h.client.destroy_publisher(h.info_pub)  # the latching driver is the only one
         h.subscribe("depth/camera_info")
         h.subscribe("/diagnostics")
-        wait_until(lambda: h.image_pub.get_subscription_count() > 0
-                   and info_pub.get_subscription_count() > 0, 30, "the node subscribes")
-        durabilities = {i.qos_profile.durability for i in
-                        h.client.get_subscriptions_info_by_topic("/camera_info")
-                        if i.node_name == "dense_perception"}
-        assert durabilities == {DurabilityPolicy.TRANSIENT_LOCAL}
+        wait_until(lambda: h.image_pub.get_subscription_count() > 0, 30, "the node subscribes")
+        if not driver_first:
+            start_driver()
+
+        def durabilities():
+            return {i.qos_profile.durability for i in
+                    h.client.get_subscriptions_info_by_topic("/camera_info")
+                    if i.node_name == "dense_perception"}
+        wait_until(lambda: durabilities() == {DurabilityPolicy.TRANSIENT_LOCAL}, GRAPH_TIMEOUT,
+                   "a transient-local camera_info subscription")
         wait_until(lambda: len(h.perception._camera_infos) == 1, 10,
                    "the node receives the latched CameraInfo")
         h.player.publish_frame(np.zeros((SMALL[1], SMALL[0], 3), np.uint8), h.header(sec=10))
