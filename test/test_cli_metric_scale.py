@@ -80,10 +80,11 @@ def test_ground_plane_from_camera_height(tmp_path, capsys, scene, s):
     assert summary["depth"]["scale_per_frame"][0] == pytest.approx(s, rel=0.03)
 
 
-def write_reference_bag(path, frames, rng, reference_offset_ns=0):
-    """Images of PITCHED_WITH_BOX at s = 0.35, a CameraInfo, and a sparse 32FC1 reference depth
-    (1 % of the pixels, 10 % outliers) per frame, logged 5 ms *after* its image and stamped
-    ``reference_offset_ns`` after it."""
+def write_reference_bag(path, frames, rng, reference_offset_ns=0, referenced=None):
+    """Images of PITCHED_WITH_BOX at s = 0.35 (1 s apart), a CameraInfo, and a sparse 32FC1
+    reference depth (1 % of the pixels, 10 % outliers) per frame (the first ``referenced``
+    frames only, if given), logged 5 ms *after* its image and stamped ``reference_offset_ns``
+    after it."""
     scene, s = PITCHED_WITH_BOX, 0.35
     z, _ = scene.depth_and_surface()
     k = Intrinsics(scene.fx, scene.fx, scene.cx, scene.cy, WIDTH, HEIGHT)
@@ -99,6 +100,8 @@ def write_reference_bag(path, frames, rng, reference_offset_ns=0):
                                              bagio.IMAGE))
             w.write(info, t, TS.serialize_cdr(bagio.intrinsics_to_camera_info(k, header),
                                               bagio.CAMERA_INFO))
+            if referenced is not None and i >= referenced:
+                continue
             reference, _ = sparse_reference(z, 0.01, 0.10, rng)
             ref_header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
                 sec=1000 + i, nanosec=reference_offset_ns), frame_id="cam")
@@ -155,3 +158,54 @@ def test_bag_without_reference_withholds_depth_and_points(tmp_path, capsys):
 def conversions_array(msg):
     from dense_perception.core.conversions import image_msg_to_array
     return image_msg_to_array(msg)
+
+
+@pytest.mark.timeout(120)
+def test_a_folder_of_photos_gives_each_its_own_scale(tmp_path, capsys):
+    """Unrelated photos (issue 21, 3): each image's depth from its own floor, none filtered
+    with another's or held from one: a photo with no floor gets no depth file, and the summary
+    counts it. (Filtered, the third photo got the mean of the first and third scales, 22 %
+    off, and the second the first one's.)"""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    z1 = write_scene_image(photos / "1_near.png", FORWARD, 0.9)
+    cv2.imwrite(str(photos / "2_wall.png"), cv2.cvtColor(
+        paint(np.full((HEIGHT, WIDTH), 2.0)), cv2.COLOR_RGB2BGR))
+    z3 = write_scene_image(photos / "3_far.png", FORWARD, 0.6)
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", photos, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                           "--out", out, "--outputs", "depth", "--fallback-hfov", HFOV,
+                           "--depth-scale-source", "ground_plane", "--camera-height",
+                           FORWARD.height, "--depth-scale-time-constant", "100"], capsys)
+    assert code == 0, stderr
+    assert np.abs(np.load(out / "depth" / "1_near.npy") / z1 - 1).max() < 0.03
+    assert np.abs(np.load(out / "depth" / "3_far.npy") / z3 - 1).max() < 0.03
+    assert not (out / "depth" / "2_wall.npy").exists()
+    summary = json.loads((out / "summary.json").read_text())["depth"]
+    assert summary["scale_filter"] == "none: each image its own estimate"
+    assert summary["frames_withheld"] == 1 and summary["frames_metric"] == 2
+    scales = summary["scale_per_frame"]
+    assert scales[0] == pytest.approx(0.9, rel=0.01) and scales[1] is None
+    assert scales[2] == pytest.approx(0.6, rel=0.01)
+
+
+@pytest.mark.timeout(120)
+def test_a_bags_held_scale_expires(tmp_path, capsys):
+    """Offline, the node's rule: references for the first 2 of 6 frames (1 s apart); with
+    --depth-scale-max-age 2.5 the scale is held for frames 3 and 4 (1 and 2 s old), then
+    withheld."""
+    src = tmp_path / "in"
+    write_reference_bag(src, 6, np.random.default_rng(5), referenced=2)
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", src, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                           "--out", out, "--outputs", "depth", "--copy", "none",
+                           "--topic", "/cam/image_raw", "--depth-scale-source",
+                           "reference_depth", "--reference-depth-topic", "/tof/depth",
+                           "--depth-scale-max-age", "2.5"], capsys)
+    assert code == 0, stderr
+    messages, _ = read_bag(out)
+    assert [m.header.stamp.sec for _, m in messages["/cam/depth/image"]] == [
+        1000, 1001, 1002, 1003]
+    summary = json.loads((out / "summary.json").read_text())["depth"]
+    assert summary["frames_withheld"] == 2
+    assert [s is not None for s in summary["scale_per_frame"]] == [True] * 4 + [False] * 2

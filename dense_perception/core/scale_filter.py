@@ -1,4 +1,5 @@
-"""The temporal filter of the metric scale: robust, in log space, with a time constant and an age limit."""
+"""The temporal filter of the metric scale: robust, in log space, with a time constant and a
+maximum age."""
 
 from __future__ import annotations
 

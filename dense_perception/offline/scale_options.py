@@ -40,7 +40,12 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
                    "registered to the camera (16UC1 mm or 32FC1 m; reference_depth)")
     g.add_argument("--depth-scale-time-constant", type=float,
                    default=_default("depth_scale_time_constant"),
-                   help="seconds (by frame stamps) of the scale filter")
+                   help="seconds (by frame stamps) of the scale filter (videos, bags)")
+    g.add_argument("--depth-scale-max-age", type=float,
+                   default=_default("depth_scale_max_age"),
+                   help="seconds (by frame stamps) the last scale is held when frames give "
+                   "none; older, depth and points are withheld again; 0 = hold forever "
+                   "(videos, bags; images get each their own scale)")
     g.add_argument("--ground-max-tilt", type=float, default=_default("ground_max_tilt_deg"),
                    help="degrees between the floor's normal and the image's down axis")
     g.add_argument("--reference-depth-slop", type=float,
@@ -50,7 +55,12 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
 
 def scaler_for(args: argparse.Namespace, spec: ModelSpec, kind: str) -> DepthScaler | None:
     """The scaler these options ask for (None: no per-frame estimate); ScaleOptionError when
-    they would write relative depth as metres or cannot find a scale."""
+    they would write relative depth as metres or cannot find a scale.
+
+    A video or a bag is one camera's stream: its frames share a filtered scale. An image or a
+    folder of images is unrelated photos (``kind`` image / images): each gets its own estimate,
+    with no filter and no hold (a photo without one is withheld).
+    """
     depth_format = "16UC1" if args.depth_format == "png16" else "32FC1"
     problem = relative_output_problem(spec.metric_depth, args.depth_scale_source,
                                       args.max_depth, depth_format)
@@ -69,13 +79,15 @@ def scaler_for(args: argparse.Namespace, spec: ModelSpec, kind: str) -> DepthSca
     config = ScaleConfig(source=args.depth_scale_source, fixed_scale=args.relative_depth_scale,
                          camera_height=args.camera_height,
                          time_constant=args.depth_scale_time_constant,
-                         max_tilt_deg=args.ground_max_tilt)
+                         max_age=args.depth_scale_max_age, max_tilt_deg=args.ground_max_tilt,
+                         per_frame=kind in ("image", "images"))
     problem = config.problem()
     if problem:
         raise ScaleOptionError(problem.replace("camera_height", "--camera-height")
                                .replace("-p --camera-height:=", "--camera-height ")
                                .replace("depth_scale_time_constant",
-                                        "--depth-scale-time-constant"))
+                                        "--depth-scale-time-constant")
+                               .replace("depth_scale_max_age", "--depth-scale-max-age"))
     return DepthScaler(config)
 
 
