@@ -88,6 +88,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
               "filter that smooths the estimated scale; a scene change larger than the noise "
               "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True),
+    ParamSpec("depth_scale_max_age", 50.0, "Seconds (by frame stamps) the last scale is held "
+              "when frames give none (no floor or reference in view); older, depth/image and "
+              "points are withheld again (diagnostics WARN) until a new estimate. 0 = hold "
+              "forever. The default is 10 default time constants: raise it with "
+              "depth_scale_time_constant.", low=0.0, high=1e6, runtime=True),
     ParamSpec("ground_max_tilt_deg", 30.0, "ground_plane: largest angle (deg) between the floor's "
               "normal and the image's down axis (camera pitch or roll).", low=1.0, high=89.0,
               runtime=True),

@@ -53,8 +53,8 @@ OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_fo
                   "relative_depth_scale", "max_depth", "points_stride", "points_organized",
                   "no_points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
                   "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
-                  "reference_depth_topic", "depth_scale_time_constant", "ground_max_tilt",
-                  "reference_depth_slop", "input_rectified")
+                  "reference_depth_topic", "depth_scale_time_constant", "depth_scale_max_age",
+                  "ground_max_tilt", "reference_depth_slop", "input_rectified")
 _GLOB = re.compile(r"[*?[]")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and

@@ -82,6 +82,7 @@ def scale_config(values: dict[str, Any]) -> ScaleConfig:
         source=values["depth_scale_source"], fixed_scale=values["relative_depth_scale"],
         camera_height=values["camera_height"],
         time_constant=values["depth_scale_time_constant"],
+        max_age=values["depth_scale_max_age"],
         max_tilt_deg=values["ground_max_tilt_deg"],
         min_inlier_ratio=values["depth_scale_min_inliers"])
 
