@@ -279,6 +279,16 @@ def test_a_jump_is_not_used_unless_it_persists():
     assert report.scale == pytest.approx(1.25, rel=1e-3) and report.reason == ""
 
 
+def test_a_slow_camera_still_takes_a_scene_change_over():
+    """0.4 Hz with the default 5 s time constant: fewer than 3 estimates per third of it. A new
+    scene (2x) is taken over at its third estimate, not refused as a jump until it expires."""
+    f = ScaleFilter(5.0, max_age=50.0)
+    for t in (0.0, 2.5, 5.0, 7.5):
+        f.update(t, 1.0)
+    assert f.update(10.0, 2.0) == 1.0 and f.update(12.5, 2.0) == 1.0 and f.note
+    assert f.update(15.0, 2.0) == pytest.approx(2.0)
+
+
 def test_the_filter_window_stays_bounded_when_stamps_do_not_advance():
     f = ScaleFilter(5.0)
     for i in range(3000):
@@ -316,6 +326,10 @@ def test_a_held_scale_expires_after_max_age():
         assert "withheld" in warning and values["depth scale age (s)"] == "3.10"
         fresh = scaler.update(5.0, (z / 0.8).astype(np.float32), k, plan, "model")
         assert fresh.metric and fresh.scale == pytest.approx(0.8, rel=1e-3)
+        # A runtime change (the node's parameter callback) applies from the next frame.
+        scaler.configure(ScaleConfig("ground_plane", camera_height=FORWARD.height,
+                                     time_constant=1.0, max_age=0.5))
+        assert not scaler.update(5.6, wall, k, plan, "model").metric
     assert "depth_scale_max_age must be >= 0" in ScaleConfig(
         "ground_plane", camera_height=1.0, max_age=-1.0).problem()
 

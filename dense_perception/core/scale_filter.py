@@ -11,6 +11,7 @@ import numpy as np
 STEP_MIN_LOG = 0.05           # smallest change the step detector takes over at once (about 5 %)
 JUMP_MIN_LOG = math.log(1.25)  # an estimate this far off the filtered scale (25 %) is not used
 WINDOW_MAX = 256              # estimates kept at most (stamps that do not advance never expire)
+STEP_MIN_COUNT = 3            # estimates that make a step: kept in the window whatever their age
 
 
 class ScaleFilter:
@@ -21,17 +22,19 @@ class ScaleFilter:
       the residual clipped to 3 robust standard deviations of the window (Huber-like: one wild
       frame moves it little). ``dt`` comes from the frames' own stamps, so the result
       does not depend on how fast frames are processed.
-    * A step (a new scene): when every estimate of the last third of the time constant lies on
-      the same side, farther than 3 standard deviations of the window (and 5 %), the filter
-      jumps to their median. Smaller changes are followed exponentially.
+    * A step (a new scene): when every estimate of the last third of the time constant (at
+      least the last 3, however long they took) lies on the same side, farther than 3 standard
+      deviations of the window (and 5 %), the filter jumps to their median. Smaller changes are
+      followed exponentially.
     * A jump: an estimate farther than 3 standard deviations and 25 % from the filtered scale
       (a desk taken for the floor in one frame) is not used (:attr:`note` says so); it still
       counts for the step rule, which takes it over if it persists.
     * A frame without a trustworthy estimate leaves the scale as it is (held), for at most
       ``max_age`` seconds of frame stamps since the last good estimate (0: forever); older, the
       scale is forgotten (:attr:`scale` None) and the next good estimate starts afresh.
-    * The window holds the estimates of the last time constant, at most :data:`WINDOW_MAX`
-      (zero or repeated stamps never age out).
+    * The window holds the estimates of the last time constant (and at least the last 3, so
+      that a slow camera can still make a step), at most :data:`WINDOW_MAX` (zero or repeated
+      stamps never age out).
     """
 
     def __init__(self, time_constant: float, max_age: float = 0.0) -> None:
@@ -73,7 +76,8 @@ class ScaleFilter:
             return self.scale
         x = math.log(estimate)
         self._window.append((t, x))
-        while self._window and self._window[0][0] < t - self.time_constant:
+        while (len(self._window) > STEP_MIN_COUNT
+               and self._window[0][0] < t - self.time_constant):
             self._window.popleft()
         dt = 0.0 if self._last_t is None else max(t - self._last_t, 0.0)
         alpha = 1.0 - math.exp(-dt / self.time_constant)
@@ -83,9 +87,11 @@ class ScaleFilter:
             sigma = self.spread()
             bound = max(3.0 * sigma, STEP_MIN_LOG)
             recent = [s for ts, s in self._window if ts >= t - self.time_constant / 3.0]
+            if len(recent) < STEP_MIN_COUNT:  # a slow camera: its last few estimates
+                recent = [s for _, s in list(self._window)[-STEP_MIN_COUNT:]]
             offsets = np.array(recent) - self._log
             step = float(np.median(offsets))
-            if (len(recent) >= 3 and (np.all(offsets > 0) or np.all(offsets < 0))
+            if (len(recent) >= STEP_MIN_COUNT and (np.all(offsets > 0) or np.all(offsets < 0))
                     and abs(step) > bound):
                 self._log += step
                 self._count = len(recent)  # as if the new scene's estimates were averaged
