@@ -6,6 +6,7 @@ Without one every test here skips and says why.
 """
 
 import os
+from pathlib import Path
 import threading
 import time
 
@@ -359,6 +360,56 @@ def test_node_on_gpu_publishes_names_the_adapter_and_stays_responsive(adapter, m
     # Within 100 ms: 9 of 10 (one may meet a scheduling hiccup on a shared CI machine).
     assert sorted(latencies)[8] < 100.0, latencies
     assert inside, "post-processing of frame N never overlapped inference of frame N+1"
+
+
+@pytest.mark.timeout(150)
+def test_offline_a_hung_gpu_inference_fails_its_input_and_the_next_goes_on(adapter, tmp_path,
+                                                                           capsys):
+    """``process`` over two folders on the GPU; the worker hangs (SIGSTOP) once the first has
+    written a frame: that input fails with the reason, the next is done by a fresh worker."""
+    import json
+    from signal import SIGSTOP
+    import cv2
+    from conftest import run_cli
+    from model_truth import da3_depth_of
+    from worker_procs import alive, wait_for_worker
+
+    colour = np.array([40, 120, 200])  # RGB; a flat frame's depth is the closed form's
+    first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
+    for folder, count in ((first, 80), (second, 3)):
+        folder.mkdir()
+        for i in range(count):
+            cv2.imwrite(str(folder / f"{i:03d}.png"), np.full((48, 64, 3), colour[::-1], np.uint8))
+    stopped = []
+
+    def hang_the_worker_once_a_frame_is_written():
+        deadline = time.monotonic() + 90
+        while not stopped and time.monotonic() < deadline:
+            # The first input's output, under its temporary name until it is complete.
+            if any(any(d.iterdir()) for d in out.glob(".first*/depth")):
+                worker = wait_for_worker(os.getpid(), 10)
+                os.kill(worker, SIGSTOP)
+                stopped.append(worker)
+            time.sleep(0.005)
+    watcher = threading.Thread(target=hang_the_worker_once_a_frame_is_written, daemon=True)
+    watcher.start()
+    code, _, stderr = run_cli(["process", first, second, "--model", DA3_TEST_MODEL, "--backend",
+                               "gpu", "--gpu-timeout", "2", "--outputs", "depth", "--out", out],
+                              capsys)
+    watcher.join(timeout=5)
+    assert stopped, "the first input finished before its worker could be stopped"
+    rows = {Path(r["input"]).name: r
+            for r in json.loads((out / "fleet_summary.json").read_text())["inputs"]}
+    assert code == 2 and "Traceback" not in stderr
+    assert rows["first"]["status"] == "failed" and 1 <= rows["first"]["frames"] < 80
+    assert rows["first"]["error"].startswith(
+        "GPU inference did not finish within 2 s (gpu_timeout); GPU worker restarted")
+    assert not Path(rows["first"]["output"]).exists()  # nothing that looks complete
+    assert rows["second"]["status"] == "done" and rows["second"]["frames"] == 3
+    for i in range(3):
+        depth = np.load(Path(rows["second"]["output"]) / "depth" / f"{i:03d}.npy")
+        np.testing.assert_allclose(depth, da3_depth_of(colour), atol=3e-3 * 8)
+    assert not alive(stopped[0])
 
 
 # ---- the node as its own process: a hung worker, a killed node ---------------------------------
