@@ -152,8 +152,9 @@ class GpuProcessRunner:
             try:
                 reply = self._call({"run": True}, timeout_s=timeout)
             except _NoAnswer:
+                allowance = "gpu_timeout" if self._warm else "a worker's first inference"
                 self._replace_worker(f"GPU inference did not finish within {timeout:g} s "
-                                     "(gpu_timeout)")
+                                     f"({allowance})")
             except GpuUnavailableError as exc:
                 self._replace_worker(str(exc))
             self._warm = True
