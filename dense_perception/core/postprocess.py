@@ -70,11 +70,16 @@ def colorize_normals(normals: np.ndarray) -> np.ndarray:
 
 
 def labels_from_logits(logits: np.ndarray) -> np.ndarray:
-    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid.
+    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid."""
+    return labels_and_max(logits)[0]
+
+
+def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 labels, the top logit) of a [1,C,H,W] output: argmax and max over the class axis.
 
     Read straight from the output buffer, one class plane at a time: about twice as fast as
     ``np.argmax(axis=0)``, which walks the class axis with a large stride. Ties go to the lower
-    class id, as with argmax.
+    class id, as with argmax. The max is what :func:`top_class_probability` needs.
     """
     planes = logits[0]
     best = planes[0].copy()
@@ -84,7 +89,38 @@ def labels_from_logits(logits: np.ndarray) -> np.ndarray:
         np.greater(planes[k], best, out=higher)
         np.copyto(best, planes[k], where=higher)
         np.copyto(labels, k, where=higher)
-    return labels
+    return labels, best
+
+
+def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> np.ndarray:
+    """H x W float32: the softmax probability of the top class of a [1,C,H,W] logits output.
+
+    softmax_max = exp(l_max) / sum_k exp(l_k) = 1 / sum_k exp(l_k - l_max): every term is
+    at most 1, so nothing overflows. ``top`` is the max over classes from
+    :func:`labels_and_max` (computed here when not given), so with the argmax it costs one
+    more pass over the planes. A pixel with a NaN or +inf logit gets NaN (unknown).
+
+    Used for ``segmentation/confidence`` (as mono8: :func:`confidence_to_mono8`) and for
+    TIPSv2's ``points_min_confidence`` filter (points whose top-class probability is under it).
+    """
+    planes = logits[0]
+    if top is None:
+        top = planes.max(axis=0)
+    total = np.zeros(top.shape, np.float32)
+    term = np.empty(top.shape, np.float32)
+    # One plane at a time stays in cache (the whole C x H x W difference would not).
+    with np.errstate(invalid="ignore"):  # inf - inf: that pixel becomes NaN
+        for plane in planes:
+            np.subtract(plane, top, out=term)
+            np.exp(term, out=term)
+            total += term
+    return np.reciprocal(total, out=total)
+
+
+def confidence_to_mono8(probability: np.ndarray) -> np.ndarray:
+    """mono8 of a probability in [0, 1]: round(p x 255); NaN (unknown) becomes 0."""
+    scaled = np.nan_to_num(probability * np.float32(255.0), nan=0.0)
+    return np.rint(np.clip(scaled, 0.0, 255.0)).astype(np.uint8)
 
 
 @lru_cache(maxsize=1)

@@ -27,6 +27,7 @@ OUTPUTS: dict[str, tuple[str, str, str]] = {
     "normals_colored": ("normals/colored", "sensor_msgs/msg/Image", "rgb8"),
     "labels": ("segmentation/labels", "sensor_msgs/msg/Image", "mono8"),
     "labels_colored": ("segmentation/colored", "sensor_msgs/msg/Image", "rgb8"),
+    "labels_confidence": ("segmentation/confidence", "sensor_msgs/msg/Image", "mono8"),
     "classes": ("segmentation/classes", "std_msgs/msg/String", ""),
     "points": ("points", "sensor_msgs/msg/PointCloud2", ""),
 }
@@ -48,8 +49,8 @@ class OutputGroup:
 OUTPUT_GROUPS: dict[str, OutputGroup] = {g.name: g for g in (
     OutputGroup("depth", ("depth", "depth_info", "depth_colored"), "depth", "publish_depth"),
     OutputGroup("normals", ("normals", "normals_colored"), "normals", "publish_normals"),
-    OutputGroup("seg", ("labels", "labels_colored", "classes"), "segmentation_logits",
-                "publish_segmentation"),
+    OutputGroup("seg", ("labels", "labels_colored", "labels_confidence", "classes"),
+                "segmentation_logits", "publish_segmentation"),
     OutputGroup("points", ("points",), "depth", "publish_points"),
 )}
 GROUP_OF_PRODUCT = {key: group for group in OUTPUT_GROUPS.values() for key in group.products}
@@ -67,7 +68,8 @@ def request_for(products: Iterable[str], points_rgb: bool = True) -> Request:
                    depth_colored="depth_colored" in wanted,
                    normals="normals" in wanted, normals_colored="normals_colored" in wanted,
                    labels="labels" in wanted, labels_colored="labels_colored" in wanted,
-                   points="points" in wanted, points_rgb="points" in wanted and points_rgb)
+                   points="points" in wanted, points_rgb="points" in wanted and points_rgb,
+                   labels_confidence="labels_confidence" in wanted)
 
 
 class MessageBuilder(Protocol):

@@ -10,6 +10,7 @@ Output folder layout (one file per frame and product, ``<stem>`` = the input fil
     normals_colored/<stem>.png
     labels/<stem>.png            8-bit ADE20K class ids, 255 = not seen by the model
     labels_colored/<stem>.png
+    labels_confidence/<stem>.png 8-bit top-class softmax probability x 255, 0 = not seen
     points/<stem>.ply            binary PLY, x y z float (metres, camera optical frame) [+ rgb]
     classes.json                 ADE20K class names, index = label id (with labels)
     summary.json                 model, backend, frames, per-stage timing (mean / p95 ms), ...
@@ -200,7 +201,7 @@ class FolderSink:
                 np.save(root / key / f"{stem}.npy", value)
             elif key == "points":
                 write_ply(root / key / f"{stem}.ply", value)
-            elif key == "labels" or key == "depth_colored":  # mono8 ids, bgr8 view
+            elif key in ("labels", "labels_confidence", "depth_colored"):  # mono8, bgr8
                 _imwrite(root / key / f"{stem}.png", value)
             else:  # rgb8 colour views
                 _imwrite(root / key / f"{stem}.png", cv2.cvtColor(value, cv2.COLOR_RGB2BGR))
