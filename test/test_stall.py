@@ -33,7 +33,8 @@ def test_stall_levels_follow_frame_times_of_arriving_frames():
     # A 50 ms frame counts as 0.2 s: WARN after 5 x 0.2 = 1 s, ERROR after 20 x 0.2 = 4 s.
     assert level_of(stats, 50.0, now=100.99)[0] == OK
     level, message = level_of(stats, 50.0, now=101.01)
-    assert level == WARN and message.startswith("stalled: no output for 1.0 s")
+    assert level == WARN
+    assert message == "stalled: no output for 1.0 s while frames arrive (5 frame times of 200 ms)"
     assert level_of(stats, 50.0, now=103.99)[0] == WARN
     assert level_of(stats, 50.0, now=104.01)[0] == ERROR
     # A 500 ms model: 2.5 s and 10 s.
@@ -100,9 +101,9 @@ def test_a_stalled_inference_goes_warn_then_error_then_recovers():
         level, message, values = h.diagnostics(lambda d: d[1].startswith("stalled"), timeout=20)
         seen = time.monotonic()
         stalled_s = float(values["no output for (s)"])
-        frame_s = max(float(message.split(" frame times of ")[1].split(" ms")[0]) / 1000, 0.2)
+        frame_s = float(message.split(" frame times of ")[1].split(" ms")[0]) / 1000
         assert level == WARN, message
-        assert stalled_s >= 5 * frame_s
+        assert frame_s >= 0.2 and stalled_s >= 5 * frame_s
         # Not more than the test saw: since the last output reached the client (+ latency).
         assert stalled_s <= seen - outputs[-1] + 0.2
         level, message, values = h.diagnostics(lambda d: d[0] == ERROR, timeout=20)

@@ -16,7 +16,8 @@ ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERR
 # a hiccup of a fast model is not a stall.
 STALL_WARN_PERIODS, STALL_ERROR_PERIODS, STALL_MIN_PERIOD_S = 5, 20, 0.2
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
-SUB_STAGES = ("scale",)  # parts of a stage above: shown, not added to the frame time
+# Parts of a stage above (of postprocess, of extract): shown, not added to the frame time.
+SUB_STAGES = ("scale", "labels_confidence")
 
 
 @dataclass
@@ -76,12 +77,12 @@ class FrameStats:
 
 
 def stall_periods(stats: FrameStats, frame_ms: float | None, now: float,
-                  expected_frame_ms: float | None = None) -> tuple[float, float]:
-    """(seconds frames have waited with no output, how many frame times that is); the frame
-    time is ``frame_ms``, else ``expected_frame_ms`` (warm-up), else 1 s, at least 0.2 s."""
+                  expected_frame_ms: float | None = None) -> tuple[float, float, float]:
+    """(seconds frames have waited with no output, how many frame times that is, the frame
+    time in ms): ``frame_ms``, else ``expected_frame_ms`` (warm-up), else 1 s; at least 0.2 s."""
     stalled = stats.stalled_s(now)
-    period_ms = frame_ms or expected_frame_ms or 1000.0
-    return stalled, stalled / max(period_ms / 1000.0, STALL_MIN_PERIOD_S)
+    period_ms = max(frame_ms or expected_frame_ms or 1000.0, STALL_MIN_PERIOD_S * 1000.0)
+    return stalled, stalled * 1000.0 / period_ms, period_ms
 
 
 def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
@@ -94,10 +95,10 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
     keep arriving with no output for STALL_WARN_PERIODS frame times are a stall (WARN), for
     STALL_ERROR_PERIODS an ERROR, whatever the backend (``now``: monotonic s).
     """
-    stalled, periods = stall_periods(stats, frame_ms, time.monotonic() if now is None else now,
-                                     expected_frame_ms)
+    stalled, periods, period_ms = stall_periods(
+        stats, frame_ms, time.monotonic() if now is None else now, expected_frame_ms)
     stall = (f"stalled: no output for {stalled:.1f} s while frames arrive ({periods:.0f} frame "
-             f"times of {frame_ms or expected_frame_ms or 1000.0:.0f} ms)")
+             f"times of {period_ms:.0f} ms)")
     if stats.consecutive_failures >= ERROR_AFTER_FAILURES:
         return DiagnosticStatus.ERROR, (f"{stats.consecutive_failures} frames failed in a row: "
                                         f"{stats.last_error}")
