@@ -50,3 +50,19 @@ def camera_colour_at_published(exact, plan, resolution):
     r = np.interp(us, np.arange(w), exact[0, :, 0])
     g = np.interp(vs, np.arange(h), exact[:, 0, 1])
     return np.stack([r, g, np.full_like(r, exact[0, 0, 2])], axis=-1)
+
+
+def tips_seg_logits_of(blue):
+    """The TIPSv2 test model's 150 segmentation logits (last axis) for blue value(s) 0..255:
+    logits[k] = -(149 v - k)^2 with v = blue / 255 (models/make_test_models.py)."""
+    v = np.asarray(blue, np.float64) / 255.0
+    return -(149.0 * v[..., None] - np.arange(150)) ** 2
+
+
+def tips_seg_confidence_of(blue):
+    """segmentation/confidence (mono8) for blue value(s): 255 x the largest softmax probability
+    of the test model's logits, the softmax written out (shifted by the max: no overflow)."""
+    logits = tips_seg_logits_of(blue)
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    softmax = e / e.sum(axis=-1, keepdims=True)
+    return np.rint(255.0 * softmax.max(axis=-1)).astype(np.uint8)

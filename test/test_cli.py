@@ -56,7 +56,7 @@ def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
         f"{ns}/depth/colored": bagio.IMAGE, f"{ns}/normals/image": bagio.IMAGE,
         f"{ns}/normals/colored": bagio.IMAGE, f"{ns}/segmentation/labels": bagio.IMAGE,
         f"{ns}/segmentation/colored": bagio.IMAGE, f"{ns}/segmentation/classes": bagio.STRING,
-        f"{ns}/points": bagio.POINT_CLOUD2}
+        f"{ns}/segmentation/confidence": bagio.IMAGE, f"{ns}/points": bagio.POINT_CLOUD2}
     assert types == expected_types
     for topic in expected_types:
         assert len(msgs[topic]) == (1 if topic.endswith("classes") else 4), topic
@@ -122,7 +122,7 @@ def test_compressed_topic_16uc1_depth_and_output_subset(tmp_path, capsys):
     msgs, types = read_bag(out)
     assert set(types) == {"/cam/depth/image", "/cam/depth/camera_info", "/cam/depth/colored",
                           "/cam/segmentation/labels", "/cam/segmentation/colored",
-                          "/cam/segmentation/classes"}
+                          "/cam/segmentation/classes", "/cam/segmentation/confidence"}
     for i in range(3):
         depth_msg = msgs["/cam/depth/image"][i][1]
         assert depth_msg.encoding == "16UC1"

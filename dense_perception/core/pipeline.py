@@ -213,7 +213,7 @@ class DensePipeline:
             if seg_i is not None and (request.labels or request.labels_colored
                                       or request.labels_confidence):
                 raw.labels, top = post.labels_and_max(outputs[seg_i])
-                if request.labels_confidence:  # only when asked: about 40 % more than argmax
+                if request.labels_confidence:  # only when asked: +45 % on the argmax's time
                     with self.timer.stage("labels_confidence"):
                         raw.labels_probability = post.top_class_probability(outputs[seg_i], top)
         return raw

@@ -108,12 +108,12 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
         top = planes.max(axis=0)
     total = np.zeros(top.shape, np.float32)
     term = np.empty(top.shape, np.float32)
-    # One plane at a time stays in cache (the whole C x H x W difference would not).
-    with np.errstate(invalid="ignore"):  # inf - inf: that pixel becomes NaN
-        for plane in planes:
-            np.subtract(plane, top, out=term)
-            np.exp(term, out=term)
-            total += term
+    # One plane at a time stays in cache (the whole C x H x W difference would not); OpenCV's
+    # exp is about a quarter faster than numpy's here (7 vs 9 ms at 150 x 256 x 256).
+    for plane in planes:
+        cv2.subtract(plane, top, dst=term)  # inf - inf: NaN, and that pixel's sum is NaN
+        cv2.exp(term, dst=term)
+        cv2.add(total, term, dst=total)
     return np.reciprocal(total, out=total)
 
 
