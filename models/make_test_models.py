@@ -8,6 +8,11 @@ simple closed-form function, so tests can predict every output value:
     input  ``image`` float32 [1,3,896,504] NCHW (ImageNet-normalised RGB)
     output ``depth`` float32 [1,1,896,504] = 3 + 0.5*x[0] + 0.25*x[1] + 0.125*x[2]
 
+* ``test_da3_small_confidence.tflite`` (DA3 as ``export-da3`` writes it, with its confidence)
+    the same input and ``depth`` output, then
+    output ``confidence`` float32 [1,1,896,504] = 1 + exp(x[2]) (DA3's own activation,
+    exp + 1: values >= 1, here set by the normalised blue channel alone)
+
 * ``test_tipsv2_b14_dpt.tflite`` (TIPSv2-B14-DPT signature)
     input  ``image`` float32 [1,3,448,448] NCHW RGB in [0, 1]
     output 0 ``depth``   [1,1,448,448]   = 0.5 + 2r + g + 0.5b
@@ -41,6 +46,8 @@ DA3_INPUT_SHAPE = (1, 3, 896, 504)
 DA3_FILENAME = "test_da3_small.tflite"
 DA3_WEIGHTS = (0.5, 0.25, 0.125)
 DA3_BIAS = 3.0
+DA3_CONFIDENCE_FILENAME = "test_da3_small_confidence.tflite"
+DA3_CONFIDENCE_CHANNEL = 2  # confidence = 1 + exp(x[2]), x ImageNet-normalised
 
 TIPS_INPUT_SHAPE = (1, 3, 448, 448)
 TIPS_FILENAME = "test_tipsv2_b14_dpt.tflite"
@@ -205,6 +212,23 @@ def build_da3_model() -> fb.ModelT:
     return g.model([image], [depth], "dense_perception test model: DA3-Small signature")
 
 
+def build_da3_confidence_model() -> fb.ModelT:
+    """DA3 with its confidence, as export-da3 writes it: outputs (depth, confidence), depth as
+    :func:`build_da3_model`, confidence = 1 + exp(x[2])."""
+    g = GraphBuilder()
+    image = g.tensor("image", DA3_INPUT_SHAPE)
+    depth = _channel_affine(g, image, DA3_INPUT_SHAPE, DA3_WEIGHTS, DA3_BIAS, "depth")
+    one_hot = [1.0 if c == DA3_CONFIDENCE_CHANNEL else 0.0 for c in range(3)]
+    logit = _channel_affine(g, image, DA3_INPUT_SHAPE, one_hot, 0.0, "confidence/logit")
+    plane = (1, 1) + DA3_INPUT_SHAPE[2:]
+    exp = g.tensor("confidence/exp", plane)
+    g.op(fb.BuiltinOperator.EXP, [logit], [exp])
+    confidence = g.binary(fb.BuiltinOperator.ADD, exp, g.const("confidence/one", [[[[1.0]]]]),
+                          "confidence", plane)
+    return g.model([image], [depth, confidence],
+                   "dense_perception test model: DA3-Small signature with its confidence")
+
+
 def build_tipsv2_model() -> fb.ModelT:
     """TIPSv2-B14-DPT stand-in with outputs (depth, normals, segmentation_logits)."""
     g = GraphBuilder()
@@ -304,15 +328,22 @@ def write_da3_model(path: str | Path) -> Path:
     return _write(build_da3_model(), path)
 
 
+def write_da3_confidence_model(path: str | Path) -> Path:
+    """Write the DA3-Small stand-in with a confidence output to ``path``."""
+    return _write(build_da3_confidence_model(), path)
+
+
 def write_tipsv2_model(path: str | Path) -> Path:
     """Write the TIPSv2-B14-DPT stand-in model to ``path``."""
     return _write(build_tipsv2_model(), path)
 
 
 def write_all(out_dir: str | Path) -> list[Path]:
-    """Write both test models into ``out_dir`` and return their paths."""
+    """Write the test models into ``out_dir`` and return their paths."""
     out_dir = Path(out_dir)
-    return [write_da3_model(out_dir / DA3_FILENAME), write_tipsv2_model(out_dir / TIPS_FILENAME)]
+    return [write_da3_model(out_dir / DA3_FILENAME),
+            write_da3_confidence_model(out_dir / DA3_CONFIDENCE_FILENAME),
+            write_tipsv2_model(out_dir / TIPS_FILENAME)]
 
 
 # --- numpy references ----------------------------------------------------------
@@ -321,6 +352,13 @@ def da3_reference(x_nchw: np.ndarray) -> np.ndarray:
     x = np.asarray(x_nchw, dtype=np.float64)
     w = np.reshape(DA3_WEIGHTS, (1, 3, 1, 1))
     return (DA3_BIAS + (x * w).sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def da3_confidence_reference(x_nchw: np.ndarray) -> np.ndarray:
+    """Expected confidence of the DA3 stand-in with confidence: float32 [N,1,H,W]."""
+    x = np.asarray(x_nchw, dtype=np.float64)
+    channel = x[:, DA3_CONFIDENCE_CHANNEL:DA3_CONFIDENCE_CHANNEL + 1]
+    return (1.0 + np.exp(channel)).astype(np.float32)
 
 
 def resize_bilinear_half_pixel(img: np.ndarray, out_h: int, out_w: int) -> np.ndarray:

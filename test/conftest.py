@@ -16,6 +16,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 REPO = Path(__file__).resolve().parents[1]
 MODELS_DIR = REPO / "models"
 DA3_TEST_MODEL = str(MODELS_DIR / "test_da3_small.tflite")
+# DA3 with its confidence output (depth, confidence), as export-da3 writes it.
+DA3_CONFIDENCE_TEST_MODEL = str(MODELS_DIR / "test_da3_small_confidence.tflite")
 TIPS_TEST_MODEL = str(MODELS_DIR / "test_tipsv2_b14_dpt.tflite")
 # How long a test waits for the DDS graph to show a change. An endpoint of a node process that
 # an earlier test killed stays in the graph until its participant's lease runs out (Fast DDS:

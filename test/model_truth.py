@@ -24,6 +24,12 @@ def da3_depth_of(rgb):
     return 3.0 + 0.5 * x[..., 0] + 0.25 * x[..., 1] + 0.125 * x[..., 2]
 
 
+def da3_confidence_of(rgb):
+    """The DA3 confidence test model's confidence: 1 + exp of the ImageNet-normalised blue
+    (DA3's own exp + 1 activation; models/make_test_models.py)."""
+    return 1.0 + np.exp((rgb[..., 2] / 255.0 - MEAN[2]) / STD[2])
+
+
 def tips_depth_of(rgb):
     r, g, b = (rgb[..., i] / 255.0 for i in range(3))
     return 0.5 + 2.0 * r + 1.0 * g + 0.5 * b

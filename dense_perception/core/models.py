@@ -102,25 +102,51 @@ def _matches(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequ
             and tuple(map(tuple, output_shapes)) == spec.output_shapes)
 
 
-def _da3_at_other_size(spec: ModelSpec, input_shapes: Sequence[Shape],
-                       output_shapes: Sequence[Shape]) -> ModelSpec | None:
-    """DA3 re-exported at a camera's own aspect (``dense-perception export-da3``): one input
-    [1,3,H,W] and one output [1,1,H,W], with H and W multiples of the 14-pixel patch."""
-    if spec.kind != "da3" or len(input_shapes) != 1 or len(output_shapes) != 1:
+# The kind of DA3's second output: its per-pixel confidence in the depth (DA3's own values).
+CONFIDENCE_KIND = "depth_confidence"
+DA3_CONFIDENCE_DESCRIPTION = ("DA3's per-pixel confidence in its depth (its own values: >= 1 "
+                              "from its exp + 1 activation, larger = more sure, no unit)")
+
+
+def confidence_position(output_names: Sequence[str]) -> int:
+    """Which of DA3's two outputs is the confidence: the one whose name says so ("conf" in it,
+    e.g. "confidence", "depth_conf"), else the second (export-da3 writes depth first)."""
+    named = [i for i, name in enumerate(output_names) if "conf" in name.lower()]
+    return named[0] if len(named) == 1 else 1
+
+
+def _da3_variant(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequence[Shape],
+                 output_names: Sequence[str] = ()) -> ModelSpec | None:
+    """DA3 as ``dense-perception export-da3`` writes it: one input [1,3,H,W] with H and W
+    multiples of the 14-pixel patch (any size, the card's included) and one output [1,1,H,W]
+    (depth, as on the card) or two (depth and its confidence, in either order: see
+    :func:`confidence_position`)."""
+    if spec.kind != "da3" or len(input_shapes) != 1 or len(output_shapes) not in (1, 2):
         return None
     shape = tuple(input_shapes[0])
     if len(shape) != 4 or shape[:2] != (1, 3):
         return None
     h, w = shape[2], shape[3]
-    if h < 14 or w < 14 or h % 14 or w % 14 or tuple(output_shapes[0]) != (1, 1, h, w):
+    if h < 14 or w < 14 or h % 14 or w % 14 or \
+            any(tuple(out) != (1, 1, h, w) for out in output_shapes):
         return None
-    return replace(spec, input_shape=shape,
-                   outputs=(replace(spec.outputs[0], shape=(1, 1, h, w)),))
+    depth = replace(spec.outputs[0], shape=(1, 1, h, w))
+    outputs: tuple[OutputSpec, ...] = (depth,)
+    if len(output_shapes) == 2:
+        conf_i = confidence_position(output_names if len(output_names) == 2 else ())
+        name = output_names[conf_i] if len(output_names) == 2 else "confidence"
+        confidence = OutputSpec(name, CONFIDENCE_KIND, (1, 1, h, w), DA3_CONFIDENCE_DESCRIPTION)
+        outputs = (depth, confidence) if conf_i == 1 else (confidence, depth)
+    return replace(spec, input_shape=shape, outputs=outputs)
 
 
 def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]],
-                      model_type: str = "auto", source: str = "the model file") -> ModelSpec:
+                      model_type: str = "auto", source: str = "the model file",
+                      output_names: Sequence[str] = ()) -> ModelSpec:
     """Return the spec whose signature the file has; ``model_type`` forces one kind.
+
+    ``output_names`` (the file's, in output order; see ``TfliteSignature.output_names``) tell
+    DA3's depth from its confidence when both are there; without them the order does.
 
     Raises ModelSignatureError naming the file's signature and every supported one.
     """
@@ -134,11 +160,12 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
         if _matches(spec, ins, outs):
             return spec
     for spec in candidates:
-        resized = _da3_at_other_size(spec, ins, outs)
-        if resized is not None:
-            return resized
+        variant = _da3_variant(spec, ins, outs, tuple(output_names))
+        if variant is not None:
+            return variant
     supported = "; ".join(s.signature_text() for s in MODEL_SPECS.values()) + \
-        " (DA3 also at any [1,3,H,W] -> [1,1,H,W] with H, W multiples of 14, from export-da3)"
+        " (DA3 also at any [1,3,H,W] -> [1,1,H,W] with H, W multiples of 14, from export-da3, " \
+        "and with a second output [1,1,H,W], its confidence)"
     wanted = "" if model_type == "auto" else f" (model_type is forced to '{model_type}')"
     raise ModelSignatureError(
         f"{source} has {format_signature(ins, outs)}, which matches no supported model{wanted}. "

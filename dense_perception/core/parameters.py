@@ -104,7 +104,14 @@ PARAMS: tuple[ParamSpec, ...] = (
               runtime=True),
     ParamSpec("max_depth", 0.0, "Points farther than this (m) are dropped; 0 = no limit.",
               low=0.0, high=1e6, runtime=True),
-    ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored."),
+    ParamSpec("points_min_confidence", 0.1, "Drop the least confident points, in [0, 1]; 0 = "
+              "keep all. DA3 (a file with its confidence output): the quantile of the frame's "
+              "confidence under which points are dropped (0.4 = the official DA3 export's 40th "
+              "percentile). TIPSv2: the top-class segmentation probability under which points "
+              "are dropped. No effect on a DA3 file without confidence.", low=0.0, high=1.0,
+              runtime=True),
+    ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored "
+              "and depth/confidence (DA3 files with a confidence output)."),
     ParamSpec("publish_normals", True, "Publish normals/image and normals/colored (if the "
               "model has normals)."),
     ParamSpec("publish_segmentation", True, "Publish segmentation/* (if the model segments)."),

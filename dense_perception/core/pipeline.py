@@ -14,11 +14,12 @@ import numpy as np
 
 from . import postprocess as post
 from .camera_model import CameraModel, as_camera_model
+from .confidence import PROBABILITY, QUANTILE, confident_pixels
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
 from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
                            fixed_scale_report, relative_output_problem, withholds_depth)
-from .models import MODEL_TYPES, ModelSpec, detect_model_spec
+from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
 from .rectify import Rectifier
@@ -39,6 +40,7 @@ class Request:
     points: bool = False
     points_rgb: bool = False
     labels_confidence: bool = False
+    depth_confidence: bool = False  # DA3 files with a confidence output
 
     @classmethod
     def everything(cls) -> "Request":
@@ -60,6 +62,7 @@ class Products:
     labels_colored: np.ndarray | None = None  # H x W x 3 rgb8
     labels_confidence: np.ndarray | None = None  # H x W mono8: top class probability x 255
     points: np.ndarray | None = None          # structured x, y, z[, rgb]
+    depth_confidence: np.ndarray | None = None  # H x W float32, DA3's own values, NaN unseen
     intrinsics: Intrinsics | None = None      # for the published grid
     intrinsics_guessed: bool = False
     intrinsics_note: str = ""                 # why the intrinsics are a guess
@@ -90,6 +93,9 @@ class RawFrame:
     normals: np.ndarray | None = None  # model grid, H x W x 3 unit vectors (model's frame)
     labels: np.ndarray | None = None   # segmentation grid (256 x 256), uint8
     labels_probability: np.ndarray | None = None  # segmentation grid, float32 top-class softmax
+    confidence: np.ndarray | None = None  # model grid: DA3's depth confidence (its own values)
+    point_confidence: np.ndarray | None = None  # its own grid: what points_min_confidence reads
+    confidence_meaning: str = QUANTILE    # how points_min_confidence reads it (core.confidence)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class PipelineConfig:
     output_resolution: str = "model"
     relative_depth_scale: float = 1.0
     max_depth: float = 0.0  # 0 = no limit
+    points_min_confidence: float = 0.0  # 0 = keep all; see core.confidence
     points_stride: int = 1
     points_organized: bool = False
     fallback_hfov_deg: float = 60.0
@@ -119,6 +126,8 @@ class PipelineConfig:
             return f"max_depth must be >= 0 (0 = no limit), got {self.max_depth}"
         if self.points_stride < 1:
             return f"points_stride must be >= 1, got {self.points_stride}"
+        if not 0.0 <= self.points_min_confidence <= 1.0:
+            return f"points_min_confidence must be in [0, 1], got {self.points_min_confidence}"
         if self.depth_scale_source not in SCALE_SOURCES:
             return (f"depth_scale_source '{self.depth_scale_source}' is unknown; allowed: "
                     f"{', '.join(SCALE_SOURCES)}")
@@ -216,7 +225,34 @@ class DensePipeline:
                 if request.labels_confidence:  # only when asked: +45 % on the argmax's time
                     with self.timer.stage("labels_confidence"):
                         raw.labels_probability = post.top_class_probability(outputs[seg_i], top)
+            self._extract_confidence(raw, outputs)
         return raw
+
+    def confidence_note(self) -> str:
+        """Why ``points_min_confidence`` cannot act with this model ("" when it can)."""
+        if self.config.points_min_confidence > 0 and \
+                self.spec.output_index(CONFIDENCE_KIND) is None and \
+                self.spec.output_index("segmentation_logits") is None:
+            return (f"points_min_confidence {self.config.points_min_confidence:g} has no "
+                    f"effect: this {self.spec.display_name} file has no confidence output "
+                    "(export-da3 writes DA3 with one)")
+        return ""
+
+    def _extract_confidence(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:
+        """DA3's confidence (for its topic and the points filter) or, for the filter alone,
+        TIPSv2's top-class probability (see ``core.confidence``)."""
+        request, filtering = raw.request, self.config.points_min_confidence > 0
+        conf_i = self.spec.output_index(CONFIDENCE_KIND)
+        seg_i = self.spec.output_index("segmentation_logits")
+        if conf_i is not None and (request.depth_confidence or (request.points and filtering)):
+            raw.confidence = post.confidence_from_output(outputs[conf_i])
+            raw.point_confidence, raw.confidence_meaning = raw.confidence, QUANTILE
+        elif seg_i is not None and request.points and filtering:
+            if raw.labels_probability is None:
+                raw.point_confidence = post.top_class_probability(outputs[seg_i])
+            else:
+                raw.point_confidence = raw.labels_probability
+            raw.confidence_meaning = PROBABILITY
 
     def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None,
                scaler: DepthScaler | None = None, stamp: float = 0.0,
@@ -257,6 +293,8 @@ class DensePipeline:
             products.normals = normals
             if request.normals_colored:
                 products.normals_colored = post.colorize_normals(normals)
+        if raw.confidence is not None and request.depth_confidence:
+            products.depth_confidence = self._unfit_confidence(raw.confidence, plan, unseen)
         if raw.labels is not None:
             products.labels = plan.unfit(raw.labels, res, Interp.NEAREST, fill=post.INVALID_LABEL)
             if unseen is not None:
@@ -302,7 +340,8 @@ class DensePipeline:
             products.points = depth_to_points(
                 products.depth, products.intrinsics, stride=self.config.points_stride,
                 max_depth=self.config.max_depth or float("inf"), rgb=rgb,
-                organized=self.config.points_organized)
+                organized=self.config.points_organized,
+                keep=self._confident(raw, products, unseen))
         if withholds_depth(products.scale):
             # Not metres yet, but it will be once a scale is found: withheld, so that no topic or
             # file set ever holds two units (the colour view above has no unit and stays).
@@ -310,6 +349,26 @@ class DensePipeline:
             products.withheld = f"depth and points withheld: {products.scale.units()}"
         return products
 
+
+    def _unfit_confidence(self, confidence: np.ndarray, plan: FitPlan,
+                          unseen: np.ndarray | None) -> np.ndarray:
+        """A confidence map (any grid) on the published one, NaN where nothing was seen."""
+        out = plan.unfit(confidence, self.config.output_resolution, Interp.LINEAR, fill=np.nan)
+        if unseen is not None:
+            out[unseen] = np.nan
+        return out
+
+    def _confident(self, raw: RawFrame, products: Products,
+                   unseen: np.ndarray | None) -> np.ndarray | None:
+        """The pixels confident enough for the cloud (None: all), on the depth's grid."""
+        if raw.point_confidence is None or self.config.points_min_confidence == 0:
+            return None
+        if raw.point_confidence is raw.confidence and products.depth_confidence is not None:
+            confidence = products.depth_confidence
+        else:
+            confidence = self._unfit_confidence(raw.point_confidence, raw.plan, unseen)
+        return confident_pixels(confidence, self.config.points_min_confidence,
+                                raw.confidence_meaning, self.config.points_stride)
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
                reference: np.ndarray | None) -> ScaleReport:
@@ -368,7 +427,8 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
     # The signature is read from the file itself, so a wrong model fails before any loading.
     signature = check_model_file(model_path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
-                             source=f"model file '{model_path}'")
+                             source=f"model file '{model_path}'",
+                             output_names=signature.output_names)
     runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
                          gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision,
                          gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts)

@@ -31,12 +31,14 @@ def pack_rgb(rgb: np.ndarray) -> np.ndarray:
 
 def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
                     max_depth: float = float("inf"), rgb: np.ndarray | None = None,
-                    organized: bool = False) -> np.ndarray:
+                    organized: bool = False, keep: np.ndarray | None = None) -> np.ndarray:
     """Back-project ``depth`` (H x W metres, camera optical frame, REP 103) with intrinsics ``k``.
 
     Invalid depth (NaN, inf, <= 0, > ``max_depth``) is dropped, or kept as NaN points when
     ``organized`` (then the result is (H / stride) x (W / stride)). ``rgb`` (H x W x 3 uint8, same
-    grid) adds a packed ``rgb`` field. Returns a structured array of XYZ_DTYPE or XYZRGB_DTYPE.
+    grid) adds a packed ``rgb`` field. ``keep`` (H x W bool, same grid) drops the pixels where it
+    is False like invalid ones (e.g. the least confident, ``confidence.confident_pixels``).
+    Returns a structured array of XYZ_DTYPE or XYZRGB_DTYPE.
     """
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
@@ -47,6 +49,11 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
     rays_x, rays_y = _rays(k, depth.shape[0], depth.shape[1], stride)
     with np.errstate(invalid="ignore"):
         valid = (z > 0) & (z <= max_depth) & np.isfinite(z)
+    if keep is not None:
+        if keep.shape != depth.shape:
+            raise ValueError(f"keep is {keep.shape[1]}x{keep.shape[0]} but depth is "
+                             f"{depth.shape[1]}x{depth.shape[0]}")
+        valid &= keep[::stride, ::stride]
     dtype = XYZ_DTYPE if rgb is None else XYZRGB_DTYPE
     cloud = np.empty(z.shape, dtype)
     zv = np.where(valid, z, np.float32(np.nan)) if organized else z

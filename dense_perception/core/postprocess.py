@@ -21,6 +21,14 @@ def depth_from_output(raw: np.ndarray, scale: float = 1.0) -> np.ndarray:
     return depth
 
 
+def confidence_from_output(raw: np.ndarray) -> np.ndarray:
+    """H x W float32 confidence from a [1,1,H,W] output, values as the model gives them
+    (DA3: >= 1, larger = more sure); non-finite becomes NaN."""
+    confidence = np.array(raw[0, 0], np.float32)  # a copy: the runner reuses its buffer
+    confidence[~np.isfinite(confidence)] = np.nan
+    return confidence
+
+
 def depth_to_millimetres(depth: np.ndarray) -> np.ndarray:
     """16UC1 millimetres (REP 118): 0 = invalid, clamped to 1..65535."""
     mm = np.rint(depth * 1000.0)

@@ -23,6 +23,7 @@ OUTPUTS: dict[str, tuple[str, str, str]] = {
     "depth": ("depth/image", "sensor_msgs/msg/Image", "32FC1"),
     "depth_info": ("depth/camera_info", "sensor_msgs/msg/CameraInfo", ""),
     "depth_colored": ("depth/colored", "sensor_msgs/msg/Image", "bgr8"),
+    "depth_confidence": ("depth/confidence", "sensor_msgs/msg/Image", "32FC1"),
     "normals": ("normals/image", "sensor_msgs/msg/Image", "32FC3"),
     "normals_colored": ("normals/colored", "sensor_msgs/msg/Image", "rgb8"),
     "labels": ("segmentation/labels", "sensor_msgs/msg/Image", "mono8"),
@@ -48,6 +49,8 @@ class OutputGroup:
 
 OUTPUT_GROUPS: dict[str, OutputGroup] = {g.name: g for g in (
     OutputGroup("depth", ("depth", "depth_info", "depth_colored"), "depth", "publish_depth"),
+    # DA3 files with a confidence output only (export-da3); switched with the depth.
+    OutputGroup("depth_confidence", ("depth_confidence",), "depth_confidence", "publish_depth"),
     OutputGroup("normals", ("normals", "normals_colored"), "normals", "publish_normals"),
     OutputGroup("seg", ("labels", "labels_colored", "labels_confidence", "classes"),
                 "segmentation_logits", "publish_segmentation"),
@@ -69,7 +72,8 @@ def request_for(products: Iterable[str], points_rgb: bool = True) -> Request:
                    normals="normals" in wanted, normals_colored="normals_colored" in wanted,
                    labels="labels" in wanted, labels_colored="labels_colored" in wanted,
                    points="points" in wanted, points_rgb="points" in wanted and points_rgb,
-                   labels_confidence="labels_confidence" in wanted)
+                   labels_confidence="labels_confidence" in wanted,
+                   depth_confidence="depth_confidence" in wanted)
 
 
 class MessageBuilder(Protocol):

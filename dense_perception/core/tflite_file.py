@@ -22,12 +22,15 @@ class CorruptModelError(ValueError):
 
 @dataclass(frozen=True)
 class TfliteSignature:
-    """The main subgraph's input and output shapes, in model order."""
+    """The main subgraph's input and output shapes, in model order (the order the runners
+    return outputs in); ``output_names``: each output's SignatureDef name where the file has
+    one, else its tensor name."""
 
     input_shapes: list[Shape]
     output_shapes: list[Shape]
     operator_count: int
     file_size: int
+    output_names: tuple[str, ...] = ()
 
 
 def read_signature(path: str | Path) -> TfliteSignature:
@@ -76,4 +79,22 @@ def _walk(buf: mmap.mmap) -> TfliteSignature:
         return [tuple(int(d) for d in main.Tensors(int(i)).ShapeAsNumpy()) for i in indices]
 
     return TfliteSignature(shapes(main.InputsAsNumpy()), shapes(main.OutputsAsNumpy()),
-                           operators, size)
+                           operators, size, _output_names(model, main))
+
+
+def _output_names(model: fb.Model, main: fb.SubGraph) -> tuple[str, ...]:
+    """Names of the main subgraph's outputs, in its order: the SignatureDef's (an exporter's
+    own names, e.g. "depth", "confidence") where it names that tensor, else the tensor's."""
+    def text(name: bytes | None) -> str:
+        return (name or b"").decode("utf-8", "replace")
+
+    by_tensor: dict[int, str] = {}
+    for s in range(model.SignatureDefsLength()):
+        signature = model.SignatureDefs(s)
+        if signature.SubgraphIndex() != 0:
+            continue
+        for o in range(signature.OutputsLength()):
+            entry = signature.Outputs(o)
+            by_tensor.setdefault(entry.TensorIndex(), text(entry.Name()))
+    return tuple(by_tensor.get(int(i)) or text(main.Tensors(int(i)).Name())
+                 for i in main.OutputsAsNumpy())

@@ -66,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-resolution", choices=OUTPUT_RESOLUTIONS,
                    default=_default("output_resolution"),
                    help="outputs on the model grid or at the input size")
-    p.add_argument("--outputs", default="all", help="comma-separated subset of depth, normals, "
-                   "seg, points (default: all the model provides)")
+    p.add_argument("--outputs", default="all", help="comma-separated subset of depth, "
+                   "depth_confidence (DA3 files with confidence), normals, seg, points "
+                   "(default: all the model provides)")
     p.add_argument("--depth-format", choices=("npy", "png16"), default="npy",
                    help="depth data: float32 metres (.npy files / 32FC1 in bags) or 16-bit "
                    "millimetres (PNG files / 16UC1 in bags)")
@@ -75,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
                    default=_default("relative_depth_scale"))
     p.add_argument("--max-depth", type=float, default=_default("max_depth"),
                    help="drop points farther than this (m); 0 = no limit")
+    p.add_argument("--points-min-confidence", type=float,
+                   default=_default("points_min_confidence"),
+                   help="drop the least confident points, in [0, 1]: DA3, the quantile of the "
+                   "frame's confidence (0.4 = the official export's); TIPSv2, the top-class "
+                   "probability; 0 = keep all")
     add_scale_arguments(p)
     p.add_argument("--points-stride", type=int, default=_default("points_stride"))
     p.add_argument("--points-organized", action="store_true")

@@ -6,6 +6,7 @@ Output folder layout (one file per frame and product, ``<stem>`` = the input fil
     depth/<stem>.npy             float32 metres (or relative units), NaN = invalid
     depth/<stem>.png             ... or 16-bit PNG in millimetres, 0 = invalid (--depth-format png16)
     depth_colored/<stem>.png     colour view (near = warm)
+    depth_confidence/<stem>.npy  float32 DA3's confidence (its own values, >= 1), NaN = not seen
     normals/<stem>.npy           float32 H x W x 3 unit vectors, camera optical frame, NaN invalid
     normals_colored/<stem>.png
     labels/<stem>.png            8-bit ADE20K class ids, 255 = not seen by the model
@@ -197,7 +198,7 @@ class FolderSink:
                     _imwrite(root / key / f"{stem}.png", post.depth_to_millimetres(value))
                 else:
                     np.save(root / key / f"{stem}.npy", value)
-            elif key == "normals":
+            elif key in ("normals", "depth_confidence"):  # float32 arrays
                 np.save(root / key / f"{stem}.npy", value)
             elif key == "points":
                 write_ply(root / key / f"{stem}.ply", value)

@@ -50,7 +50,8 @@ CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "
 # The options that change what an output holds: a finished output made with other values of
 # these is redone. (--backend and --threads are left out: same model, same outputs.)
 OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_format",
-                  "relative_depth_scale", "max_depth", "points_stride", "points_organized",
+                  "relative_depth_scale", "max_depth", "points_min_confidence",
+                  "points_stride", "points_organized",
                   "no_points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
                   "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
                   "reference_depth_topic", "depth_scale_time_constant", "depth_scale_max_age",

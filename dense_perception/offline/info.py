@@ -25,7 +25,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     spec_error = None
     try:
         spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
-                                 source=f"model file '{path}'")
+                                 source=f"model file '{path}'",
+                                 output_names=signature.output_names)
     except ModelSignatureError as exc:
         spec, spec_error = None, exc
     if spec is not None:

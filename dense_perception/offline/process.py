@@ -111,6 +111,7 @@ class ModelSession:
         self.config = PipelineConfig(
             fit=args.fit, output_resolution=args.output_resolution,
             relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
+            points_min_confidence=args.points_min_confidence,
             points_stride=args.points_stride, points_organized=args.points_organized,
             fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source,
             input_rectified=args.input_rectified)
@@ -127,7 +128,7 @@ class ModelSession:
         signature = check_model_file(self.model_path)
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, args.model_type,
-            source=f"model file '{self.model_path}'")
+            source=f"model file '{self.model_path}'", output_names=signature.output_names)
         if scale_check_kind is not None:
             scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
@@ -246,6 +247,8 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
         # ---- the model (loaded once per session) ----
         pipeline = session.pipeline()
         pipeline.timer = timer
+        if pipeline.confidence_note() and not quiet:
+            warn(pipeline.confidence_note())
         runner, fallback = pipeline.runner, session.fallback
         summary.update(
             model={"path": session.model_path, "kind": spec.kind, "name": spec.display_name,

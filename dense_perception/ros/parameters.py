@@ -70,6 +70,7 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
     return PipelineConfig(
         fit=values["fit"], output_resolution=values["output_resolution"],
         relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
+        points_min_confidence=values["points_min_confidence"],
         points_stride=values["points_stride"], points_organized=values["points_organized"],
         fallback_hfov_deg=values["fallback_hfov_deg"],
         depth_scale_source=values["depth_scale_source"],

@@ -123,6 +123,8 @@ class Perception:
             f"{self.spec.display_name} ({'metric' if self.spec.metric_depth else 'relative'} "
             f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
             f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}")
+        if self.pipeline.confidence_note():
+            node.get_logger().warning(self.pipeline.confidence_note())
 
     # ---- state ---------------------------------------------------------------------------------
     def activate(self) -> None:
