@@ -36,22 +36,27 @@ needs_torch = pytest.mark.skipif(
     bool(MISSING), reason=f"{', '.join(MISSING)} not importable in {sys.executable}; run "
     "`make test-export` (the .venv-bench torch environment)")
 
-# (width, height, camera frame size of that aspect, fp16 weights)
+# (width, height, camera frame size of that aspect, fp16 weights): DA3's own resolution (long
+# side 504, upper_bound_resize), the default of export-da3
 ASPECTS = [
-    pytest.param((896, 504, (1280, 720), True), id="896x504-16:9-fp16"),
-    pytest.param((672, 504, (640, 480), False), id="672x504-4:3-fp32"),
+    pytest.param((504, 280, (1280, 720), True), id="504x280-16:9-fp16"),
+    pytest.param((504, 378, (640, 480), False), id="504x378-4:3-fp32"),
 ]
 
 
 # ---- size rule and arguments (no torch) -------------------------------------------------------
 @pytest.mark.parametrize("aspect, long_side, expected", [
-    (16 / 9, 896, (896, 504)),
+    (16 / 9, 504, (504, 280)),       # 283.5 -> 284 -> 280 (284 is 4 from 280, 10 from 294)
+    (4 / 3, 504, (504, 378)),        # 378 = 27 x 14
+    (9 / 16, 504, (280, 504)),       # portrait: the same rule on the width
+    (1280 / 800, 504, (504, 322)),   # 16:10: 315 = 22.5 x 14, a tie: DA3 rounds up
+    (16 / 9, 896, (896, 504)),       # the card's sizes at --long-side 896
     (4 / 3, 896, (896, 672)),
     (4 / 3, 672, (672, 504)),
     (9 / 16, 896, (504, 896)),
     (1.0, 518, (518, 518)),
-    (1280 / 800, 896, (896, 560)),   # 16:10
-    (20.0, 896, (896, 42)),          # 896/20 = 44.8 -> 42 (3 patches) is closer than 56
+    (1280 / 800, 896, (896, 560)),
+    (20.0, 896, (896, 42)),          # 896/20 = 44.8 -> 45 -> 42 (3 patches) is closer than 56
     (1000.0, 896, (896, 14)),        # never below one patch
 ])
 def test_size_rule(aspect, long_side, expected):
@@ -60,15 +65,30 @@ def test_size_rule(aspect, long_side, expected):
     assert w % 14 == 0 and h % 14 == 0 and max(w, h) == long_side
 
 
-def test_size_rule_picks_the_closest_aspect():
-    for aspect in np.linspace(0.3, 3.0, 55):
-        w, h = S.size_for_aspect(float(aspect), 896)
-        err = abs(np.log(w / h / aspect))
-        short = min(w, h)
-        for other in (short - 14, short + 14):
-            if 14 <= other <= 896:
-                ow, oh = (896, other) if aspect >= 1 else (other, 896)
-                assert err <= abs(np.log(ow / oh / aspect)) + 1e-12
+# DA3's upper_bound_resize by hand: scale the long side to 504, round to a pixel, then to the
+# nearest multiple of 14 (ties up).
+@pytest.mark.parametrize("camera, expected", [
+    ((1280, 720), (504, 280)),   # 720 x 504/1280 = 283.5 -> 284 -> 280
+    ((1920, 1080), (504, 280)),
+    ((640, 480), (504, 378)),    # 378 exactly
+    ((752, 480), (504, 322)),    # 321.7 -> 322 = 23 x 14
+    ((848, 480), (504, 280)),    # 285.3 -> 285 -> 280 (5 below 285, 9 above)
+    ((640, 400), (504, 322)),    # 315 -> tie between 308 and 322 -> 322
+    ((720, 1280), (280, 504)),   # portrait
+])
+def test_size_rule_for_camera_sizes(camera, expected):
+    assert S.size_for_image(*camera) == expected
+
+
+def test_default_is_da3s_own_resolution(tmp_path):
+    """Without --long-side the size is DA3's process_res 504, for --aspect and camera info."""
+    assert C.DEFAULT_LONG_SIDE == 504
+    assert S.resolve_size(parse(["--random-weights", "--aspect", "16:9"])) == (504, 280)
+    assert S.resolve_size(parse(["--random-weights", "--aspect", "9:16"])) == (280, 504)
+    assert S.resolve_size(parse(["--random-weights", "--aspect", "16:9", "--long-side",
+                                 "896"])) == (896, 504)
+    help_text = E.add_export_da3_arguments(argparse.ArgumentParser()).format_help()
+    assert "default 504" in " ".join(help_text.split()) and "process_res" in help_text
 
 
 def test_long_side_must_be_a_multiple_of_14():
@@ -115,7 +135,13 @@ def parse(argv):
 def test_camera_info_yaml_gives_the_size(tmp_path):
     args = parse(["--random-weights", "--camera-info-yaml",
                   str(camera_info_yaml(tmp_path / "cam.yaml", 1280, 720))])
+    assert S.resolve_size(args) == (504, 280)
+    args = parse(["--random-weights", "--long-side", "896", "--camera-info-yaml",
+                  str(camera_info_yaml(tmp_path / "cam.yaml", 1280, 720))])
     assert S.resolve_size(args) == (896, 504)
+    args = parse(["--random-weights", "--camera-info-yaml",
+                  str(camera_info_yaml(tmp_path / "cam_portrait.yaml", 720, 1280))])
+    assert S.resolve_size(args) == (280, 504)
     args = parse(["--random-weights", "--long-side", "672", "--camera-info-yaml",
                   str(camera_info_yaml(tmp_path / "cam43.yaml", 640, 480))])
     assert S.resolve_size(args) == (672, 504)
@@ -139,7 +165,7 @@ def test_weights_and_size_are_required():
 
 def test_argv_round_trip(tmp_path):
     argv = ["--random-weights", "--seed", "3", "--aspect", "4:3", "--long-side", "672",
-            "--gpu-clean", "--fp16", "--out", str(tmp_path / "m.tflite")]
+            "--gpu-clean", "--fp16", "--no-confidence", "--out", str(tmp_path / "m.tflite")]
     args = parse(argv)
     again = parse(E.argv_from_args(args))
     assert vars(again) == vars(args)
@@ -178,25 +204,84 @@ def exported(request, tmp_path_factory):
 
 @pytest.mark.export
 @needs_torch
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("camera", [(1280, 720), (1920, 1080), (640, 480), (752, 480),
+                                    (848, 480), (640, 400), (1280, 800), (720, 1280),
+                                    (480, 640), (1000, 999), (504, 100)])
+def test_size_rule_is_da3s_upper_bound_resize(camera):
+    """The official InputProcessor (process_res 504, upper_bound_resize) on a frame of that
+    size gives the model size export-da3 picks for the camera."""
+    from depth_anything_3.utils.io.input_processor import InputProcessor
+
+    w, h = camera
+    _, (out_h, out_w), _, _ = InputProcessor()._process_one(
+        np.zeros((h, w, 3), np.uint8), process_res=504, process_res_method="upper_bound_resize")
+    assert S.size_for_image(w, h) == (out_w, out_h)
+
+
+def _output_names_in_order(path: Path) -> list[str]:
+    """The SignatureDef names of the outputs in the order LiteRT returns them (by tensor)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(path))
+    by_index = {d["index"]: name for name, d in
+                interp.get_signature_runner().get_output_details().items()}
+    return [by_index[d["index"]] for d in interp.get_output_details()]
+
+
+@pytest.mark.export
+@needs_torch
 def test_export_signature_fidelity_and_report(exported):
     from dense_perception.core.runner import check_model_file
 
     result, width, height, _, fp16 = exported
     signature = check_model_file(str(result.path))
     assert signature.input_shapes == [(1, 3, height, width)]
-    assert signature.output_shapes == [(1, 1, height, width)]
+    assert signature.output_shapes == [(1, 1, height, width)] * 2
+    assert _output_names_in_order(result.path) == ["depth", "confidence"]
 
     report = json.loads(result.report_path.read_text())
     assert report["input_shape"] == [1, 3, height, width]
     assert report["output_shape"] == [1, 1, height, width]
+    assert report["outputs"] == {"depth": [1, 1, height, width],
+                                 "confidence": [1, 1, height, width]}
     assert report["size_bytes"] == result.path.stat().st_size
     assert report["weights_dtype"] == ("fp16" if fp16 else "fp32")
     assert (report["ops"]["fp16_tensors"] > 0) == fp16
     fid = report["fidelity"]
+    print(f"\n{width}x{height} vs {fid['reference']}: " + "; ".join(
+        f"{key} depth {fid[key]['corr_min']:.6f} confidence "
+        f"{fid[key]['confidence']['corr_min']:.6f}" for key in
+        ("litert_fp32", "litert_fp16", "fp32_vs_fp16")))
+    assert f"at {width}x{height}" in fid["reference"] and "depth_conf" in fid["reference"]
+    # Without --gpu-clean the rewrites are exact: LiteRT is the official model at this size.
     for key in ("litert_fp32", "litert_fp16", "litert_fp32_vs_rewritten", "fp32_vs_fp16"):
-        assert fid[key]["corr_min"] >= 0.999, (key, fid[key])
+        assert fid[key]["corr_min"] >= 0.9999, (key, fid[key])
+        assert fid[key]["confidence"]["corr_min"] >= 0.9999, (key, fid[key]["confidence"])
     # The CPU rewrites are exact: the rewritten graph is the official model.
     assert fid["torch_rewritten"]["max_abs_diff"] < 1e-5
+    assert fid["torch_rewritten"]["confidence"]["max_abs_diff"] < 1e-5
+    # An independent check of the confidence output: LiteRT's own run of the written file
+    # against the official model's depth_conf on a fresh input.
+    from ai_edge_litert.interpreter import Interpreter
+
+    import torch
+
+    from dense_perception.export import official
+
+    net = official.build_official_da3(0)
+    official.randomise_constant_init(net, 0)
+    x = F.fidelity_inputs(width, height, seed=11)["scene"]
+    with torch.no_grad():
+        ref = net(torch.from_numpy(x)[:, None])
+    interp = Interpreter(model_path=str(result.path))
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    depth, conf = (interp.get_tensor(d["index"]) for d in interp.get_output_details())
+    assert F.compare(ref["depth"].numpy(), depth)["corr"] >= 0.9999
+    assert F.compare(ref["depth_conf"].numpy(), conf)["corr"] >= 0.9999
+    assert conf.min() >= 1.0  # DA3's own values (exp + 1), not rescaled
     ops = report["ops"]
     assert ops["gpu_unfriendly"]["GATHER"] == ops["gpu_unfriendly"]["GATHER_ND"] == 0
     assert ops["gpu_unfriendly"]["SELECT_V2"] == ops["gpu_unfriendly"]["BROADCAST_TO"] == 0
@@ -217,7 +302,12 @@ def test_pipeline_runs_the_export_with_zero_crop(exported):
     assert pipe.spec.kind == "da3"
     assert (pipe.spec.input_width, pipe.spec.input_height) == (width, height)
     plan = pipe.plan_for(cam_w, cam_h)
-    assert (plan.crop_x, plan.crop_y, plan.crop_width, plan.crop_height) == (0, 0, cam_w, cam_h)
+    # DA3's size rule rounds the short side to whole patches: 640x480 -> 504x378 exactly (no
+    # crop); 1280x720 -> 504x280 (aspect 1.8), so fit: crop drops 9 of 720 rows.
+    crop_h = round(cam_w * height / width)
+    assert (plan.crop_x, plan.crop_width) == (0, cam_w)
+    assert (plan.crop_y, plan.crop_height) == ((cam_h - crop_h) // 2, crop_h)
+    assert crop_h >= 0.98 * cam_h
     assert not plan.turned
 
     rgb = cv2.resize(_scene_rgb(1280, 720), (cam_w, cam_h), interpolation=cv2.INTER_AREA)
@@ -311,11 +401,13 @@ def test_command_line_gpu_clean_small(tmp_path):
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run(
         [sys.executable, "-m", "dense_perception.export", "--random-weights",
-         "--size", "280x168", "--gpu-clean", "--fp16", "--out", str(out)],
+         "--size", "280x168", "--gpu-clean", "--fp16", "--no-confidence", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "LiteRT fp32 vs rewritten (conversion)" in proc.stdout
     report = json.loads(Path(str(out) + ".report.json").read_text())
+    assert report["outputs"] == {"depth": [1, 1, 168, 280]}  # --no-confidence: the card's
+    assert _output_names_in_order(out) == ["depth"]
     ops = report["ops"]
     assert ops["max_tensor_rank"] <= 4
     assert all(v == 0 for v in ops["gpu_unfriendly"].values()), ops["gpu_unfriendly"]

@@ -1,7 +1,7 @@
 """``make bench-fleet``: throughput of ``dense-perception process --ray`` with 1 and 2 workers.
 
 The same set of bags (the sample scene, 640x480 rgb8 with CameraInfo, MCAP) is processed, with
-a real-size model by default (``--model``: DA3-Small exported at 518 with int8 weights), with
+a real-size model by default (``--model``: DA3-Small exported at 504 with int8 weights), with
 ``--workers 1`` and ``--workers 2`` (1 thread each) on one local Ray instance, in paired
 rounds (1, 2, 1, 2, ...), every run from scratch (``--force``). Throughput = frames / wall time
 of the whole run as the fleet summary gives it (actor start and model load included; Ray's own
@@ -26,9 +26,10 @@ from dense_perception.offline import bagio, cli
 from tools.scene import make_sample_scene, scene_intrinsics
 
 # A real-size model, so that a frame's work is mostly inference as with the real files: DA3-Small
-# exported at 294x518 with int8 weights (random weights; `make bench-menu` builds it), about
-# 0.23 s per frame on one thread here. The 5 kB test models make a frame mostly bag I/O.
-MODEL = ".cache/bench_models/menu/da3_cpu_294x518_int8.tflite"
+# exported at DA3's own 280x504 with int8 weights (random weights; `make bench-menu` builds it;
+# its 294x518 predecessor took about 0.23 s per frame on one thread here). The 5 kB test models
+# make a frame mostly bag I/O.
+MODEL = ".cache/bench_models/menu/da3_cpu_280x504_int8.tflite"
 
 
 def write_bags(folder: Path, bags: int, frames: int) -> list[Path]:

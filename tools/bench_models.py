@@ -371,11 +371,12 @@ def _finish(model: "nn.Module") -> "nn.Module":
 
 def build_da3_class() -> "nn.Module":
     """DA3-Small itself (the official architecture from the depth-anything-3 package, random
-    weights) as ``export-da3 --gpu-clean`` builds it at 504x896: the graph of the real file."""
+    weights) as ``export-da3 --gpu-clean --no-confidence`` builds it at 504x896: the graph of
+    the real file (depth only)."""
     from dense_perception.export.graph import build_export_model
 
     height, width = DA3_INPUT[2:]
-    return build_export_model(width, height, seed=SEED, gpu_clean=True)[0]
+    return build_export_model(width, height, seed=SEED, gpu_clean=True, confidence=False)[0]
 
 
 def build_tipsv2_class() -> "nn.Module":

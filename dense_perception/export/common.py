@@ -7,7 +7,7 @@ from pathlib import Path
 
 PROG = "dense-perception export-da3"
 PATCH = 14  # the ViT patch: both model sides are multiples of it
-DEFAULT_LONG_SIDE = 896
+DEFAULT_LONG_SIDE = 504  # DA3's own process_res (api.py, InputProcessor); the card used 896
 MODEL_NAME = "da3-small"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

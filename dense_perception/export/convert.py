@@ -78,19 +78,35 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def run_litert(model_bytes: bytes, inputs: Sequence["np.ndarray"]) -> list["np.ndarray"]:
-    """Run the flatbuffer with the LiteRT Interpreter (CPU, XNNPACK) on each input."""
+def run_litert(model_bytes: bytes, inputs: Sequence["np.ndarray"]) -> list[list["np.ndarray"]]:
+    """Run the flatbuffer with the LiteRT Interpreter (CPU, XNNPACK) on each input: per input,
+    every output in the graph's order (the order the node's runners return them in)."""
     from ai_edge_litert.interpreter import Interpreter
 
     interp = Interpreter(model_content=model_bytes)
     interp.allocate_tensors()
-    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    inp, outs = interp.get_input_details()[0], interp.get_output_details()
     results = []
     for x in inputs:
         interp.set_tensor(inp["index"], x)
         interp.invoke()
-        results.append(interp.get_tensor(out["index"]).copy())
+        results.append([interp.get_tensor(out["index"]).copy() for out in outs])
     return results
+
+
+def litert_output_names(model_bytes: bytes) -> list[str]:
+    """The SignatureDef's name of each output, in the graph's order (the SignatureDef itself
+    lists them alphabetically)."""
+    from ai_edge_litert import schema_py_generated as fb
+
+    model = fb.Model.GetRootAs(model_bytes, 0)
+    by_tensor = {}
+    for s in range(model.SignatureDefsLength()):
+        sig = model.SignatureDefs(s)
+        for o in range(sig.OutputsLength()):
+            by_tensor[sig.Outputs(o).TensorIndex()] = sig.Outputs(o).Name().decode()
+    graph = model.Subgraphs(0)
+    return [by_tensor.get(int(i), "") for i in graph.OutputsAsNumpy()]
 
 
 def litert_signature(model_bytes: bytes) -> tuple[list[list[int]], list[list[int]]]:

@@ -1,21 +1,24 @@
 """``dense-perception export-da3``: DA3-Small as a LiteRT file at the camera's own aspect.
 
     dense-perception export-da3 (--checkpoint PATH_OR_DIR | --random-weights [--seed N])
-        (--size WxH | --camera-info-yaml FILE | --aspect 16:9) [--long-side 896]
-        [--gpu-clean] [--fp16 | --int8] [--out da3_small_WxH.tflite]
+        (--size WxH | --camera-info-yaml FILE | --aspect 16:9) [--long-side 504]
+        [--gpu-clean] [--fp16 | --int8] [--no-confidence] [--out da3_small_WxH.tflite]
 
 Builds Depth Anything 3 Small with the official architecture (the ``depth-anything-3``
 package, config ``da3-small``), loads the published checkpoint (a ``model.safetensors`` file
 or the Hugging Face folder that holds it with ``config.json``), wraps it so that the graph
-takes ``[1,3,H,W]`` NCHW ImageNet-normalised RGB and returns depth ``[1,1,H,W]`` (the signature
-the node reads), applies the export rewrites of the model card and converts it with
-``litert-torch``. A fidelity report (LiteRT vs the official PyTorch model on the same inputs, at
-fp32 and fp16 weights; op histogram; file size) is printed and written to
-``<out>.report.json``.
+takes ``[1,3,H,W]`` NCHW ImageNet-normalised RGB and returns depth ``[1,1,H,W]`` then DA3's
+confidence ``depth_conf`` ``[1,1,H,W]`` (signature names "depth", "confidence"; the node reads
+both; ``--no-confidence``: depth only, like the card's file), applies the export rewrites of the
+model card and converts it with ``litert-torch``. A fidelity report (LiteRT vs the official
+PyTorch model at the same size on the same inputs, depth and confidence, at fp32 and fp16
+weights; op histogram; file size) is printed and written to ``<out>.report.json``.
 
-Why re-export: DA3 runs at the image's native aspect (longer side 896, both sides multiples of
-14). The published file is portrait 504x896; letterboxing another aspect into it costs fidelity
-(corr 0.9994 -> 0.977 on the card) and cropping a 16:9 view to 9:16 throws two thirds of it away.
+Why re-export: DA3 runs at the image's native aspect. Its own default (``process_res`` 504,
+``upper_bound_resize``) scales the longer side to 504 and rounds each side to a multiple of
+14; that is this command's default size rule (``--long-side 896`` gives the card's size). The
+published file is portrait 504x896; letterboxing another aspect into it costs fidelity (corr
+0.9994 -> 0.977 on the card) and cropping a 16:9 view to 9:16 throws two thirds of it away.
 
 torch, litert-torch and depth-anything-3 live in ``.venv-bench`` (``requirements-torch.txt``
 and ``requirements-torch-nodeps.txt``). This module imports them only inside functions; when
@@ -53,12 +56,14 @@ class ExportResult:
 def export_da3(width: int, height: int, out: str | os.PathLike, *,
                checkpoint: str | None = None, seed: int = 0, gpu_clean: bool = False,
                fp16: bool = False, int8: bool = False, fidelity: bool = True,
-               log=print) -> ExportResult:
-    """Build, convert, check and write DA3-Small at ``width`` x ``height`` (needs torch)."""
+               confidence: bool = True, log=print) -> ExportResult:
+    """Build, convert, check and write DA3-Small at ``width`` x ``height`` (needs torch).
+    ``confidence``: a second output, DA3's ``depth_conf`` (else depth only)."""
     import torch
 
-    from .convert import (convert, litert_signature, op_histogram, to_fp16_weights,
-                          to_int8_dynamic, write_atomic)
+    from .convert import (convert, litert_output_names, litert_signature, op_histogram,
+                          to_fp16_weights, to_int8_dynamic, write_atomic)
+    from .fidelity import OUTPUT_NAMES
     from .fidelity import fidelity_inputs, measure_fidelity
     from .graph import CPU_REWRITES, GPU_REWRITES, build_export_model
 
@@ -68,7 +73,8 @@ def export_da3(width: int, height: int, out: str | os.PathLike, *,
     log(f"{PROG}: building DA3-Small ({MODEL_NAME}) at {width}x{height} "
         f"({'GPU-clean' if gpu_clean else 'CPU'} rewrites)")
     model, official, weights = build_export_model(width, height, checkpoint=checkpoint,
-                                                  seed=seed, gpu_clean=gpu_clean)
+                                                  seed=seed, gpu_clean=gpu_clean,
+                                                  confidence=confidence)
     timing["build"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -83,15 +89,19 @@ def export_da3(width: int, height: int, out: str | os.PathLike, *,
     data = int8_bytes if int8 else fp16_bytes if fp16 else fp32_bytes
     dtype = "int8" if int8 else "fp16" if fp16 else "fp32"
     inputs, outputs = litert_signature(data)
-    expected_in, expected_out = [[1, 3, height, width]], [[1, 1, height, width]]
-    if inputs != expected_in or outputs != expected_out:
-        raise ExportError(f"converted signature {inputs} -> {outputs}, expected "
-                          f"{expected_in} -> {expected_out}")
+    names = OUTPUT_NAMES[:2 if confidence else 1]
+    expected_in, expected_out = [[1, 3, height, width]], [[1, 1, height, width]] * len(names)
+    if inputs != expected_in or outputs != expected_out \
+            or litert_output_names(data) != list(names):
+        raise ExportError(f"converted signature {inputs} -> {outputs} "
+                          f"{litert_output_names(data)}, expected {expected_in} -> "
+                          f"{expected_out} {list(names)}")
     write_atomic(out, data)
     report: dict[str, Any] = {
         "file": str(out), "size_bytes": len(data), "size_mb": len(data) / 1e6,
         "model": MODEL_NAME, "weights": weights, "weights_dtype": dtype,
         "input_shape": inputs[0], "output_shape": outputs[0],
+        "outputs": {name: shape for name, shape in zip(names, outputs)},
         "input": "RGB, NCHW, float32, (x/255 - mean) / std with ImageNet mean/std",
         "gpu_clean": gpu_clean,
         "rewrites": list(CPU_REWRITES) + (list(GPU_REWRITES) if gpu_clean else []),
@@ -129,7 +139,9 @@ def add_export_da3_arguments(parser: argparse.ArgumentParser) -> argparse.Argume
                       "e.g. 16:9 or 4:3")
     parser.add_argument("--long-side", type=int, default=DEFAULT_LONG_SIDE,
                         help="longer model side for --aspect/--camera-info-yaml (multiple of 14; "
-                        f"default {DEFAULT_LONG_SIDE})")
+                        f"default {DEFAULT_LONG_SIDE}: DA3's own resolution, process_res 504 of "
+                        "its upper_bound_resize, whose rounding of the short side this follows; "
+                        "896 gives the model card's size, at ~4x the compute)")
     parser.add_argument("--gpu-clean", action="store_true",
                         help="also apply the mobile-GPU rewrites of the model card (fused-QKV "
                         "split, LayerScale fold, ConvTranspose as zero-stuff + conv, "
@@ -142,6 +154,9 @@ def add_export_da3_arguments(parser: argparse.ArgumentParser) -> argparse.Argume
                            "quantised on the fly): a quarter of the fp32 size, faster on CPUs")
     parser.add_argument("--out", "-o", help="output .tflite (default: da3_small_WxH[_gpu]"
                         "[_fp16|_int8].tflite); the report goes to <out>.report.json")
+    parser.add_argument("--no-confidence", action="store_true",
+                        help="depth output only, like the card's file (default: a second output "
+                        "'confidence' [1,1,H,W], DA3's depth_conf, after 'depth')")
     parser.add_argument("--no-fidelity", action="store_true",
                         help="skip the fidelity measurement (faster)")
     parser.set_defaults(func=run_export_da3)
@@ -153,8 +168,10 @@ def add_export_da3_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "export-da3", help="re-export DA3-Small to LiteRT at your camera's aspect",
         description="Build DA3-Small (official architecture), load its checkpoint, convert it "
-        "with litert-torch at the camera's aspect ([1,3,H,W] -> [1,1,H,W]) and report its "
-        "fidelity against PyTorch. Installs its torch environment (.venv-bench) when needed.")
+        "with litert-torch at the camera's aspect ([1,3,H,W] -> depth [1,1,H,W], confidence "
+        "[1,1,H,W]) and report its fidelity against the official PyTorch model at the same "
+        "size. Default size: DA3's own (long side 504). Installs its torch environment "
+        "(.venv-bench) when needed.")
     return add_export_da3_arguments(parser)
 
 
@@ -175,6 +192,7 @@ def argv_from_args(args: argparse.Namespace) -> list[str]:
     argv += ["--long-side", str(args.long_side)]
     argv += [flag for flag, on in (("--gpu-clean", args.gpu_clean), ("--fp16", args.fp16),
                                    ("--int8", args.int8),
+                                   ("--no-confidence", args.no_confidence),
                                    ("--no-fidelity", args.no_fidelity)) if on]
     if args.out:
         argv += ["--out", str(Path(args.out).resolve())]
@@ -192,7 +210,8 @@ def run_export_da3(args: argparse.Namespace) -> int:
             return run_in_torch_env(argv_from_args(args))
         result = export_da3(width, height, out, checkpoint=args.checkpoint, seed=args.seed,
                             gpu_clean=args.gpu_clean, fp16=args.fp16, int8=args.int8,
-                            fidelity=not args.no_fidelity)
+                            fidelity=not args.no_fidelity,
+                            confidence=not args.no_confidence)
     except (ExportError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -54,12 +54,17 @@ def torch_forward(module: "nn.Module", x: np.ndarray) -> list[np.ndarray]:
 
     with torch.no_grad():
         out = module(torch.from_numpy(np.ascontiguousarray(x, np.float32)))
+    if isinstance(out, dict):  # named outputs, in the graph's order (depth, confidence)
+        out = tuple(out.values())
     return [o.numpy() for o in (out if isinstance(out, (tuple, list)) else (out,))]
 
 
 def torch_outputs(module: "nn.Module", inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The (first) output of a torch module on each numpy input."""
     return [torch_forward(module, x)[0] for x in inputs]
+
+
+OUTPUT_NAMES = ("depth", "confidence")  # the exported file's outputs, in order
 
 
 def _summarise(pairs: list[dict[str, float]], names: Sequence[str]) -> dict[str, Any]:
@@ -72,28 +77,35 @@ def measure_fidelity(official: "nn.Module", model: "nn.Module", fp32_bytes: byte
                      fp16_bytes: bytes, width: int, height: int, seed: int = 0,
                      int8_bytes: bytes | None = None) -> dict[str, Any]:
     """LiteRT (fp32, fp16 and, when given, int8 weights) and the rewritten torch graph vs the
-    official model."""
+    official model at the same size, for depth and (when exported) confidence: the depth
+    figures at the top level of each entry, the confidence's under ``"confidence"``."""
     inputs = fidelity_inputs(width, height, seed)
     names, xs = list(inputs), list(inputs.values())
-    ref = torch_outputs(official, xs)
-    rewritten = torch_outputs(model, xs)
-    lite32 = run_litert(fp32_bytes, xs)
-    lite16 = run_litert(fp16_bytes, xs)
-    report = {
-        "reference": "official DepthAnything3Net.forward (PyTorch, fp32), depth of one view",
-        "inputs": names,
-        "reference_range": [float(min(r.min() for r in ref)), float(max(r.max() for r in ref))],
-        "torch_rewritten": _summarise([compare(r, o) for r, o in zip(ref, rewritten)], names),
-        "litert_fp32": _summarise([compare(r, o) for r, o in zip(ref, lite32)], names),
-        "litert_fp16": _summarise([compare(r, o) for r, o in zip(ref, lite16)], names),
-        "litert_fp32_vs_rewritten": _summarise([compare(r, o) for r, o in
-                                                zip(rewritten, lite32)], names),
-        "fp32_vs_fp16": _summarise([compare(a, b) for a, b in zip(lite32, lite16)], names),
-    }
+    ref = [torch_forward(official, x) for x in xs]
+    runs = {"torch_rewritten": [torch_forward(model, x) for x in xs],
+            "litert_fp32": run_litert(fp32_bytes, xs), "litert_fp16": run_litert(fp16_bytes, xs)}
     if int8_bytes is not None:
-        lite8 = run_litert(int8_bytes, xs)
-        report["litert_int8"] = _summarise([compare(r, o) for r, o in zip(ref, lite8)], names)
-        report["fp32_vs_int8"] = _summarise([compare(a, b) for a, b in zip(lite32, lite8)], names)
+        runs["litert_int8"] = run_litert(int8_bytes, xs)
+    pairs = [(key, ref, runs[key]) for key in runs]
+    pairs += [("litert_fp32_vs_rewritten", runs["torch_rewritten"], runs["litert_fp32"]),
+              ("fp32_vs_fp16", runs["litert_fp32"], runs["litert_fp16"])]
+    if int8_bytes is not None:
+        pairs.append(("fp32_vs_int8", runs["litert_fp32"], runs["litert_int8"]))
+    outputs = OUTPUT_NAMES[:len(ref[0])]
+    official_keys = " and ".join(("depth", "depth_conf")[:len(outputs)])
+    report: dict[str, Any] = {
+        "reference": f"official DepthAnything3Net.forward (PyTorch, fp32) at {width}x{height}, "
+                     f"one view: {official_keys}",
+        "inputs": names, "outputs": list(outputs),
+        "reference_range": [float(min(r[0].min() for r in ref)),
+                            float(max(r[0].max() for r in ref))],
+    }
+    for key, a, b in pairs:
+        per_output = [_summarise([compare(x[i], y[i]) for x, y in zip(a, b)], names)
+                      for i in range(len(outputs))]
+        report[key] = per_output[0]
+        if len(per_output) > 1:
+            report[key]["confidence"] = per_output[1]
     return report
 
 
@@ -110,8 +122,10 @@ FIDELITY_LINES = (
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as a few human-readable lines."""
+    outputs = report.get("outputs") or {"output": report["output_shape"]}
     lines = [f"{report['file']}: {report['size_mb']:.1f} MB, {report['weights_dtype']} weights, "
-             f"input {report['input_shape']} -> output {report['output_shape']}, "
+             f"input {report['input_shape']} -> "
+             f"{', '.join(f'{name} {shape}' for name, shape in outputs.items())}, "
              f"{'GPU-clean' if report['gpu_clean'] else 'CPU'} build, weights {report['weights']}"]
     fid = report.get("fidelity")
     if fid:
@@ -121,6 +135,10 @@ def format_report(report: dict[str, Any]) -> str:
         for key, label in ((k, v) for k, v in FIDELITY_LINES if k in fid):
             lines.append(f"  {label:<38} corr {fid[key]['corr_min']:.6f} (min)   "
                          f"max abs diff {fid[key]['max_abs_diff']:.3g}")
+            conf = fid[key].get("confidence")
+            if conf:
+                lines.append(f"  {'  confidence':<38} corr {conf['corr_min']:.6f} (min)   "
+                             f"max abs diff {conf['max_abs_diff']:.3g}")
     ops = report["ops"]
     top = ", ".join(f"{k} {v}" for k, v in list(ops["histogram"].items())[:12])
     bad = ", ".join(f"{k} {v}" for k, v in ops["gpu_unfriendly"].items())

@@ -74,12 +74,15 @@ class Block(nn.Module):
         return x + self.ls2(self.mlp(self.norm2(x)))
 
 class DepthHead(nn.Module):
-    """DualDPT's main (depth) branch only: the ray/aux branch and the confidence channel
-    are not part of the output, so they are not in the graph."""
+    """DualDPT's main (depth) branch only: the ray/aux branch is not part of the output, so it
+    is not in the graph. ``confidence``: also return the branch's last channel as DA3 does
+    (``depth_conf`` = exp + 1, the "expp1" activation)."""
 
-    def __init__(self, head: nn.Module, height: int, width: int, gpu_clean: bool):
+    def __init__(self, head: nn.Module, height: int, width: int, gpu_clean: bool,
+                 confidence: bool = True):
         super().__init__()
         self.h, self.w = height, width
+        self.confidence = confidence
         self.ph, self.pw = height // head.patch_size, width // head.patch_size
         self.norm, self.projects, self.scratch = head.norm, head.projects, head.scratch
         self.use_pos_embed = head.pos_embed
@@ -103,7 +106,7 @@ class DepthHead(nn.Module):
             self.register_buffer("pe_cols_out", cols)
             self.register_buffer("pe_rows_out", rows)
 
-    def forward(self, feats: list[torch.Tensor]) -> torch.Tensor:
+    def forward(self, feats: list[torch.Tensor]) -> dict[str, torch.Tensor]:
         s = self.scratch
         levels = []
         for i, f in enumerate(feats):
@@ -126,15 +129,20 @@ class DepthHead(nn.Module):
         if self.use_pos_embed:
             out = add_uv_pos_embed(out, self.pe_cols_out, self.pe_rows_out)
         logits = s.output_conv2(out)
-        return torch.exp(logits[:, :1])  # DualDPT "exp" activation of the depth channel
+        out = {"depth": torch.exp(logits[:, :1])}  # DualDPT "exp" activation of the depth channel
+        if self.confidence:  # named outputs: the file's signature says "depth", "confidence"
+            out["confidence"] = torch.exp(logits[:, -1:]) + 1.0  # DualDPT "expp1"
+        return out
 
 class DA3DepthExport(nn.Module):
-    """DA3-Small as exported: [1,3,H,W] ImageNet-normalised RGB -> depth [1,1,H,W].
+    """DA3-Small as exported: [1,3,H,W] ImageNet-normalised RGB -> {"depth": [1,1,H,W],
+    "confidence": [1,1,H,W]} (in that order; without ``confidence``, depth only like the card).
 
     One view (B = S = 1), no camera conditioning: the official forward with the
     multi-view machinery and the unused heads dropped, and the card's rewrites applied."""
 
-    def __init__(self, net: nn.Module, height: int, width: int, gpu_clean: bool):
+    def __init__(self, net: nn.Module, height: int, width: int, gpu_clean: bool,
+                 confidence: bool = True):
         super().__init__()
         vit = net.backbone.pretrained
         if (height % PATCH) or (width % PATCH):
@@ -156,9 +164,9 @@ class DA3DepthExport(nn.Module):
             rope = tables["global" if is_global else "local"] if use_rope else None
             blocks.append(Block(blk, rope, gpu_clean, is_global))
         self.blocks = nn.ModuleList(blocks)
-        self.head = DepthHead(net.head, height, width, gpu_clean)
+        self.head = DepthHead(net.head, height, width, gpu_clean, confidence)
 
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
+    def forward(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
         x = self.patch_embed(image)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
         x = x + self.pos_embed
@@ -177,15 +185,21 @@ class DA3DepthExport(nn.Module):
         return self.head(feats)
 
 class OfficialDepth(nn.Module):
-    """The reference: the official ``DepthAnything3Net.forward`` on one view, depth only."""
+    """The reference: the official ``DepthAnything3Net.forward`` on one view: depth and,
+    with ``confidence``, its ``depth_conf`` (as the exported graph's outputs)."""
 
-    def __init__(self, net: nn.Module):
+    def __init__(self, net: nn.Module, confidence: bool = True):
         super().__init__()
         self.net = net
+        self.confidence = confidence
 
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
+    def forward(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
         out = self.net(image[:, None])
-        return out["depth"].reshape(image.shape[0], 1, *image.shape[-2:])
+        shape = (image.shape[0], 1, *image.shape[-2:])
+        result = {"depth": out["depth"].reshape(shape)}
+        if self.confidence:
+            result["confidence"] = out["depth_conf"].reshape(shape)
+        return result
 
 
 CPU_REWRITES = (
@@ -194,7 +208,8 @@ CPU_REWRITES = (
     "ViT pos_embed bicubic interpolation baked for this size",
     "camera-token insertion x[:, :, 0] = token as torch.cat",
     "DPT UV pos-embed baked as separable constants (exact; card disables the last one)",
-    "depth branch only (ray/aux branch, confidence and camera decoder not exported)",
+    "depth branch only (ray/aux branch and camera decoder not exported); its confidence "
+    "channel a second output unless --no-confidence",
 )
 GPU_REWRITES = (
     "fused QKV -> 3 Linears, 4D attention (no 5D RESHAPE/TRANSPOSE)",
@@ -205,12 +220,13 @@ GPU_REWRITES = (
 
 
 def build_export_model(width: int, height: int, *, checkpoint: str | None = None,
-                       seed: int = 0, gpu_clean: bool = False
+                       seed: int = 0, gpu_clean: bool = False, confidence: bool = True
                        ) -> tuple[nn.Module, nn.Module, str]:
     """(export module, official reference module, weights description) for DA3-Small.
 
     The export module is built from a deep copy, so folding weights never touches the
-    reference. Without ``checkpoint`` the weights are random (``seed``)."""
+    reference. Without ``checkpoint`` the weights are random (``seed``). ``confidence``:
+    both return depth and confidence (else depth only, like the card's file)."""
     net = build_official_da3(seed)
     if checkpoint:
         weights = load_checkpoint(net, checkpoint)
@@ -220,7 +236,7 @@ def build_export_model(width: int, height: int, *, checkpoint: str | None = None
     for p in net.parameters():
         p.requires_grad_(False)
     with torch.no_grad():
-        model = DA3DepthExport(copy.deepcopy(net), height, width, gpu_clean).eval()
-    return model, OfficialDepth(net).eval(), weights
+        model = DA3DepthExport(copy.deepcopy(net), height, width, gpu_clean, confidence).eval()
+    return model, OfficialDepth(net, confidence).eval(), weights
 
 

@@ -1,5 +1,6 @@
 """The model size rule of ``export-da3``: ``--size WxH``, ``--aspect W:H`` or a camera_info YAML,
-both sides multiples of the 14-pixel ViT patch. No torch needed."""
+both sides multiples of the 14-pixel ViT patch, rounded as DA3's own ``upper_bound_resize``
+(long side 504 by default: DA3's ``process_res``). No torch needed."""
 
 from __future__ import annotations
 
@@ -62,22 +63,36 @@ def _round14(v: float) -> int:
     return max(PATCH, int(round(v / PATCH)) * PATCH)
 
 
-def size_for_aspect(aspect: float, long_side: int = DEFAULT_LONG_SIDE) -> tuple[int, int]:
-    """(width, height) for a camera of ``aspect`` (= width / height): the longer side is
-    ``long_side``, the other the multiple of 14 whose aspect is closest to the camera's."""
+def _nearest_multiple(x: int, patch: int = PATCH) -> int:
+    """DA3's ``nearest_multiple``: the closer multiple of ``patch``, ties going up."""
+    down = (x // patch) * patch
+    up = down + patch
+    return up if abs(up - x) <= abs(x - down) else down
+
+
+def size_for_image(width: float, height: float,
+                   long_side: int = DEFAULT_LONG_SIDE) -> tuple[int, int]:
+    """(width, height) of the model for a ``width`` x ``height`` camera: DA3's own
+    ``upper_bound_resize`` (``InputProcessor``, ``process_res`` = ``long_side``).
+
+    The longer side is scaled to ``long_side`` and each side rounded to a whole pixel (Python's
+    ``round``), then to the nearest multiple of 14 (ties up). Unlike DA3 (which lets a side
+    become 1 pixel) a side is never below one patch."""
     if long_side < PATCH or long_side % PATCH:
         raise ExportError(f"--long-side {long_side} is not a positive multiple of {PATCH}; "
                           f"use e.g. {_round14(long_side)}")
-    short_exact = long_side / aspect if aspect >= 1 else long_side * aspect
-    lo = max(PATCH, int(short_exact // PATCH) * PATCH)
-    candidates = {lo, min(long_side, lo + PATCH)}
+    if not (width > 0 and height > 0):
+        raise ExportError(f"image size {width}x{height} is not positive")
+    scale = long_side / float(max(width, height))
+    w, h = max(1, int(round(width * scale))), max(1, int(round(height * scale)))
+    return max(PATCH, _nearest_multiple(w)), max(PATCH, _nearest_multiple(h))
 
-    def error(short: int) -> float:
-        w, h = (long_side, short) if aspect >= 1 else (short, long_side)
-        return abs(math.log((w / h) / aspect))
 
-    short = min(sorted(candidates), key=error)
-    return (long_side, short) if aspect >= 1 else (short, long_side)
+def size_for_aspect(aspect: float, long_side: int = DEFAULT_LONG_SIDE) -> tuple[int, int]:
+    """(width, height) for a camera of ``aspect`` (= width / height): :func:`size_for_image`
+    of a ``aspect`` x 1 (landscape) or 1 x ``1 / aspect`` (portrait) image."""
+    return size_for_image(aspect, 1.0, long_side) if aspect >= 1 \
+        else size_for_image(1.0, 1.0 / aspect, long_side)
 
 
 def resolve_size(args: argparse.Namespace) -> tuple[int, int]:
@@ -86,7 +101,7 @@ def resolve_size(args: argparse.Namespace) -> tuple[int, int]:
         return args.size
     if args.camera_info_yaml:
         w, h = read_camera_info_size(args.camera_info_yaml)
-        return size_for_aspect(w / h, args.long_side)
+        return size_for_image(w, h, args.long_side)
     return size_for_aspect(args.aspect, args.long_side)
 
 
