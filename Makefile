@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV_TORCH := .venv-bench
 VENV_FLEET := .venv-fleet
+VENV_NPU := .venv-npu
 BENCH_MODELS := .cache/bench_models
 VENV_JAZZY := .venv-jazzy
 PY := $(VENV)/bin/python
@@ -28,7 +29,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-gpu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
+.PHONY: setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
 
 setup: $(VENV)/.ready
 
@@ -65,9 +66,10 @@ models: setup
 	$(PY) models/make_test_models.py --out-dir models
 
 # Everything but the GPU tests, which make test-gpu runs once it has set up a Vulkan device (their
-# timing checks are meant for a machine doing nothing else).
+# timing checks are meant for a machine doing nothing else), and the NPU tests (make test-npu:
+# OpenVINO stays out of .venv).
 test: setup
-	$(PY) -m pytest -q -m "not gpu"
+	$(PY) -m pytest -q -m "not gpu and not npu"
 
 # The ROS-free core tests (runner, pipeline, models, offline command, cpu_precision fp16) on a
 # Debian 12 arm64 userland under qemu-user-static with the aarch64 wheels a Pi 5 installs
@@ -142,6 +144,20 @@ test-gpu: setup
 	  $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
 	fi
 
+# The NPU backend (LiteRT's Intel OpenVINO plugin) on OpenVINO's CPU device: runner, cache, preload,
+# pipeline, offline command and node, in a venv of its own with requirements-npu.txt (openvino,
+# 57 MB wheel). About 10 s of tests once the venv is there.
+$(VENV_NPU)/.ready: requirements.txt requirements-test.txt requirements-ros.txt requirements-npu.txt \
+		constraints.txt setup.py setup.cfg
+	@$(ENSURE_VENV)
+	@echo "setup: venv with OpenVINO (requirements-npu.txt) in $(VENV_NPU)"
+	$(PYTHON) -m venv $(VENV_NPU) && $(VENV_NPU)/bin/pip install -q $(PIP_LOCK) \
+	  -r requirements-test.txt -r requirements-ros.txt -r requirements-npu.txt -e .
+	@touch $@
+
+test-npu: setup $(VENV_NPU)/.ready
+	DENSE_PERCEPTION_REQUIRE_NPU=1 $(VENV_NPU)/bin/python -m pytest -q -rs test/test_npu.py
+
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
 # benchmark models and export-da3; `test` never needs it. One recipe: the exporter's own.
 torch-env: setup
@@ -195,4 +211,4 @@ demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 clean:
-	rm -rf $(VENV) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) .cache demo_out bench_out soak_out .pytest_cache
+	rm -rf $(VENV) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) $(VENV_NPU) .cache demo_out bench_out soak_out .pytest_cache

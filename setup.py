@@ -42,7 +42,8 @@ setup(
     description="Dense depth, normals, segmentation and point clouds from a camera with LiteRT.",
     license="Apache-2.0",
     tests_require=["pytest"],
-    extras_require={"fleet": ["ray[client]==2.60.0"]},
+    # openvino: exactly the release ai-edge-litert 2.3's OpenVINO plugin links (requirements-npu.txt)
+    extras_require={"fleet": ["ray[client]==2.60.0"], "openvino": ["openvino==2026.3.1"]},
     entry_points={
         # colcon puts these in lib/dense_perception/ (setup.cfg), where `ros2 run` looks;
         # pip puts them in the environment's bin/.

@@ -77,9 +77,9 @@ def generate_launch_description():
             description="Model .tflite file (absolute, or a name in the package's models/ "
                         "folder); empty = the config's model_path"),
         DeclareLaunchArgument(
-            "backend", default_value="", choices=["", "auto", "gpu", "cpu"],
-            description="auto (GPU if it works, else CPU), gpu, or cpu (XNNPACK, e.g. on a "
-                        "Raspberry Pi 5); empty = the config's backend"),
+            "backend", default_value="", choices=["", "auto", "gpu", "cpu", "npu"],
+            description="auto (GPU if it works, else CPU), gpu, cpu (XNNPACK, e.g. on a "
+                        "Raspberry Pi 5) or npu (README: NPU); empty = the config's backend"),
         DeclareLaunchArgument(
             "input_qos", default_value="", choices=["", "auto", "sensor_data", "reliable"],
             description="Camera subscription QoS: auto (match the camera's reliability), "

@@ -15,6 +15,7 @@ from .models import MODEL_TYPES
 from .cpu_precision import CPU_PRECISIONS
 from .runner import BACKENDS, GPU_PRECISIONS
 from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
+from .npu_runner import NPU_VENDORS, OPENVINO_DEVICES
 
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
 INPUT_QOS = ("auto", "sensor_data", "reliable")
@@ -52,8 +53,9 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("model_type", "auto", "Model kind; 'auto' detects it from the file's signature.",
               choices=MODEL_TYPES),
     ParamSpec("backend", "auto", "'gpu' (LiteRT CompiledModel, WebGPU over Vulkan), 'cpu' "
-              "(XNNPACK) or 'auto' (the GPU if it initialises and is not a CPU emulation such "
-              "as llvmpipe, else the CPU).", choices=BACKENDS),
+              "(XNNPACK), 'npu' (a LiteRT vendor plugin: npu_vendor) or 'auto' (the GPU if it "
+              "initialises and is not a CPU emulation such as llvmpipe, else the CPU; never the "
+              "NPU).", choices=BACKENDS),
     ParamSpec("gpu_precision", "fp16", "GPU arithmetic for backend gpu/auto: fp16 (LiteRT's "
               "default, fastest) or fp32 (GpuOptions enforce_f32: for values beyond fp16's "
               "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS),
@@ -63,6 +65,15 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gpu_max_restarts", DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
               "timeout or a crash) with no good inference between them; one more and the node "
               "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000),
+    ParamSpec("npu_vendor", "auto", "backend npu: the LiteRT vendor plugin: intel_openvino "
+              "(Intel Core Ultra NPUs through OpenVINO), qualcomm (Hexagon HTP through QNN) or "
+              "auto (intel_openvino on x86_64, qualcomm on aarch64).", choices=NPU_VENDORS),
+    ParamSpec("openvino_device", "NPU", "backend npu, intel_openvino: OpenVINO's device: NPU, "
+              "GPU, or CPU (a test bed on machines without an NPU, slower than backend cpu).",
+              choices=OPENVINO_DEVICES),
+    ParamSpec("npu_cache_dir", "", "backend npu: folder of compiled models (keyed by model "
+              "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
+              "dense_perception/npu; 'off' = compile at every start."),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256),
     ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "

@@ -412,9 +412,11 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
                   num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
                   log=print, gpu_precision: str = "fp16", warn=None,
                   cpu_precision: str = "fp32", gpu_timeout: float | None = None,
-                  gpu_max_restarts: int | None = None) -> DensePipeline:
+                  gpu_max_restarts: int | None = None,
+                  npu_options: dict | None = None) -> DensePipeline:
     """Check the configuration, load the model, detect its kind and build the pipeline
-    (``gpu_timeout``, ``gpu_max_restarts``: see :func:`~.runner.open_runner`).
+    (``gpu_timeout``, ``gpu_max_restarts``, ``npu_options``: see
+    :func:`~.runner.open_runner`).
 
     Raises ValueError (bad configuration), ModelLoadError (file or backend) or
     ModelSignatureError (unsupported model), each with a message that says how to fix it.
@@ -431,5 +433,6 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
                              output_names=signature.output_names)
     runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
                          gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision,
-                         gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts)
+                         gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts,
+                         npu_options=npu_options)
     return DensePipeline(runner, spec, config)

@@ -29,7 +29,7 @@ from ai_edge_litert.interpreter import Interpreter
 from .cpu_precision import CPU_PRECISIONS, open_cpu_runner
 from .tflite_file import CorruptModelError, TfliteSignature, read_signature
 
-BACKENDS = ("auto", "gpu", "cpu")
+BACKENDS = ("auto", "gpu", "cpu", "npu")  # npu: LiteRT vendor plugins (.npu_runner)
 GPU_PRECISIONS = ("fp16", "fp32")  # GPU arithmetic; fp32 = GpuOptions(enforce_f32=True)
 Log = Callable[[str], None]
 
@@ -98,13 +98,15 @@ class CompiledModelRunner:
 
     def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1,
                  weight_cache: str | None = None, gpu_precision: str = "fp16",
-                 cpu_options: dict | None = None) -> None:
+                 cpu_options: dict | None = None, options=None, environment=None) -> None:
         from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
 
         if not hasattr(cm, "Options"):
             raise RuntimeError(f"ai-edge-litert {litert_version()} has no accelerator options "
                                "in Python (CompiledModel options need 2.x)")
-        if accelerator == "gpu":
+        if options is not None:  # the caller's (the NPU backend: vendor plugin options)
+            pass
+        elif accelerator == "gpu":
             options = _gpu_options(cm, gpu_precision)
         else:
             # The XNNPACK weight cache (a file) makes later loads skip weight packing. It must
@@ -114,7 +116,8 @@ class CompiledModelRunner:
                 {"xnnpack_weight_cache_path": weight_cache} if weight_cache else {}))
             options = cm.Options(cm.HardwareAccelerator.CPU, cpu_options=cpu)
         self.backend = accelerator
-        self._model = cm.CompiledModel.from_file(model_path, options=options)
+        self._model = cm.CompiledModel.from_file(model_path, options=options,
+                                                 environment=environment)
         self._inputs = self._model.create_input_buffers(0)
         self._outputs = self._model.create_output_buffers(0)
         # Buffers come in the signature's order; read shapes by name in that same order.
@@ -214,8 +217,9 @@ def check_model_file(model_path: str) -> TfliteSignature:
 def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
                 log: Log = print, warmup: bool = True, gpu_precision: str = "fp16",
                 warn: Log | None = None, cpu_precision: str = "fp32",
-                gpu_timeout: float | None = None, gpu_max_restarts: int | None = None) -> Runner:
-    """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu') and warm it up.
+                gpu_timeout: float | None = None, gpu_max_restarts: int | None = None,
+                npu_options: dict | None = None) -> Runner:
+    """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu' | 'npu') and warm it up.
 
     ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why (a CPU
     emulation of a GPU counts as no GPU); ``gpu`` raises ModelLoadError when the GPU does not
@@ -225,6 +229,8 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     node's parameter defaults to 'auto'. ``gpu_timeout`` (s) and ``gpu_max_restarts`` bound a
     GPU inference and the worker's restarts (:mod:`.gpu_runner`; None: its defaults). The
     warm-up's time is kept as ``runner.warmup_ms`` (what a frame costs before one is timed).
+    ``npu`` runs a LiteRT vendor plugin (:mod:`.npu_runner`; ``npu_options``: its vendor,
+    device and cache_dir) or raises ModelLoadError; 'auto' never picks it.
     """
     if backend not in BACKENDS:
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
@@ -239,6 +245,9 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     check_model_file(model_path)
     runner: Runner | None = None
     fallback_note = ""
+    if backend == "npu":
+        from .npu_runner import open_npu_runner
+        runner = open_npu_runner(model_path, log=log, warn=warn, **(npu_options or {}))
     if backend in ("auto", "gpu"):
         from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, open_gpu_runner
         runner, fallback_note = open_gpu_runner(

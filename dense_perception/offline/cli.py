@@ -20,6 +20,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from ..core.models import MODEL_TYPES, ModelSignatureError
+from ..core.npu_runner import NPU_VENDORS, OPENVINO_DEVICES
 from ..core.parameters import PARAMS_BY_NAME
 from ..core.runner import BACKENDS, ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
@@ -60,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-max-restarts", type=int, default=_default("gpu_max_restarts"),
                    help="GPU worker restarts with no good inference between them before the "
                    "GPU counts as lost")
+    p.add_argument("--npu-vendor", choices=NPU_VENDORS, default=_default("npu_vendor"),
+                   help="--backend npu: the LiteRT vendor plugin (auto: intel_openvino on "
+                   "x86_64, qualcomm on aarch64)")
+    p.add_argument("--openvino-device", choices=OPENVINO_DEVICES,
+                   default=_default("openvino_device"),
+                   help="--backend npu with OpenVINO: its device (CPU: a test bed)")
+    p.add_argument("--npu-cache-dir", default=_default("npu_cache_dir"),
+                   help="--backend npu: compiled models ('' = ~/.cache/dense_perception/npu; "
+                   "off = compile at every start)")
     p.add_argument("--model-type", choices=MODEL_TYPES, default="auto")
     p.add_argument("--fit", choices=FIT_MODES, default=_default("fit"),
                    help="how frames meet the model input: crop, stretch, rotate")

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ..core.models import ModelSpec, detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
+from ..core.npu_runner import npu_options
 from ..core.parameters import PARAMS_BY_NAME
 from ..core.pipeline import DensePipeline, PipelineConfig, load_pipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
@@ -148,7 +149,8 @@ class ModelSession:
                 pipeline = load_pipeline(self.model_path, args.model_type, args.backend,
                                          args.threads, self.config, log=notes.append,
                                          gpu_timeout=args.gpu_timeout,
-                                         gpu_max_restarts=args.gpu_max_restarts)
+                                         gpu_max_restarts=args.gpu_max_restarts,
+                                         npu_options=npu_options(vars(args)))
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:

@@ -31,6 +31,7 @@ from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_m
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
+from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
 from ..core.products import request_for
 from ..core.runner import ModelLoadError, resolve_model_path
@@ -76,7 +77,7 @@ class Perception:
                 pipeline_config(values), log=node.get_logger().info,
                 gpu_precision=values["gpu_precision"], warn=node.get_logger().warning,
                 cpu_precision=values["cpu_precision"], gpu_timeout=values["gpu_timeout"],
-                gpu_max_restarts=values["gpu_max_restarts"])
+                gpu_max_restarts=values["gpu_max_restarts"], npu_options=npu_options(values))
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
@@ -291,7 +292,7 @@ class Perception:
             dropped=self.frames_dropped,
             backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
             input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values),
-            backend_details=gpu_details(pipeline.runner),
+            backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
             expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None)))
 
     def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
