@@ -33,9 +33,10 @@ def painted(red, blue, green=100):
 
 
 # ---- the model file ----------------------------------------------------------------------------
-def reordered_confidence_model(maker, path, order, names):
+def reordered_confidence_model(maker, path, order, names, sorted_signature=False):
     """The bundled confidence model with its outputs in ``order`` (indices into (depth,
-    confidence)) and SignatureDef names ``names``."""
+    confidence)) and SignatureDef names ``names``; ``sorted_signature``: the SignatureDef lists
+    its outputs by name, as converters write it (the graph's order is the runners')."""
     model = maker.build_da3_confidence_model()
     graph, signature = model.subgraphs[0], model.signatureDefs[0]
     outputs = [graph.outputs[i] for i in order]
@@ -44,16 +45,21 @@ def reordered_confidence_model(maker, path, order, names):
     for entry, name in zip(signature.outputs, names):
         entry.name = name
         graph.tensors[entry.tensorIndex].name = name
+    if sorted_signature:
+        signature.outputs.sort(key=lambda entry: entry.name)
     return maker._write(model, path)
 
 
-@pytest.mark.parametrize("order,names,conf_at", [
-    ((0, 1), ("depth", "confidence"), 1),        # export-da3's order and names
-    ((1, 0), ("confidence", "depth"), 0),        # named: found by name
-    ((1, 0), ("output_1", "output_0"), 1),       # unnamed: the second is the confidence
+@pytest.mark.parametrize("order,names,sorted_signature,conf_at", [
+    ((0, 1), ("depth", "confidence"), False, 1),   # export-da3's order and names
+    ((0, 1), ("depth", "confidence"), True, 1),    # ... its SignatureDef listed by name
+    ((1, 0), ("confidence", "depth"), False, 0),   # named: found by name
+    ((1, 0), ("output_1", "output_0"), False, 1),  # unnamed: the second is the confidence
 ])
-def test_two_output_da3_files_give_depth_and_confidence(maker, tmp_path, order, names, conf_at):
-    path = str(reordered_confidence_model(maker, tmp_path / "da3.tflite", order, names))
+def test_two_output_da3_files_give_depth_and_confidence(maker, tmp_path, order, names,
+                                                        sorted_signature, conf_at):
+    path = str(reordered_confidence_model(maker, tmp_path / "da3.tflite", order, names,
+                                          sorted_signature))
     signature = check_model_file(path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
                              output_names=signature.output_names)
