@@ -60,6 +60,18 @@ def test_missing_openvino_is_one_line_saying_what_to_install(tmp_path):
     assert "'auto' or 'cpu'" in message
 
 
+@pytest.mark.timeout(60)
+def test_qualcomm_without_its_libraries_is_one_line_naming_the_parameter(tmp_path):
+    """No ai-edge-litert wheel has LiteRT's Qualcomm dispatch library or the QNN libraries."""
+    with pytest.raises(ModelLoadError) as info:
+        open_runner(TIPS_TEST_MODEL, "npu", log=quiet,
+                    npu_options={"vendor": "qualcomm", "library_dir": str(tmp_path)})
+    message = str(info.value)
+    assert "\n" not in message
+    assert ("the NPU backend did not start: no Qualcomm dispatch library "
+            f"(libLiteRtDispatch_Qualcomm.so) in npu_library_dir '{tmp_path}'") in message
+
+
 @pytest.mark.npu
 @pytest.mark.timeout(120)
 def test_no_npu_device_names_what_openvino_sees(openvino, tmp_path):

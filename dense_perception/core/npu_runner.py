@@ -16,9 +16,10 @@ for Intel, a dispatch library (it runs that bytecode) under ``ai_edge_litert/ven
   the device; later starts load that file (no compiler). Without the tool the model is
   JIT-compiled at every start and the diagnostics say so. (OpenVINO's own ``CACHE_DIR`` config
   is not used: with the 2.3.0 plugin its cached blob fails to load on the second start.)
-* **Qualcomm.** ``QualcommOptions`` on the HTP; needs Qualcomm's QNN libraries and LiteRT's
-  Qualcomm dispatch library on the board (not in the x86_64 wheel); JIT-compiled, not cached.
-  Untested here (no Qualcomm hardware): tools/npu_check.sh checks a board.
+* **Qualcomm.** ``QualcommOptions`` on the HTP; needs LiteRT's Qualcomm dispatch library and
+  Qualcomm's QNN libraries in ``npu_library_dir`` (no ai-edge-litert 2.3.0 wheel has them: the
+  aarch64 wheel ships no vendor plugin at all); JIT-compiled, not cached. Untested here (no
+  Qualcomm hardware): tools/npu_check.sh checks a board.
 
 ``backend: auto`` never picks the NPU (README: NPU says why).
 """
@@ -73,7 +74,8 @@ def npu_options(values: dict[str, Any]) -> dict[str, Any]:
     the offline command's arguments; missing ones take the parameters' defaults)."""
     return {"vendor": values.get("npu_vendor", "auto"),
             "device": values.get("openvino_device", "NPU"),
-            "cache_dir": values.get("npu_cache_dir", "")}
+            "cache_dir": values.get("npu_cache_dir", ""),
+            "library_dir": values.get("npu_library_dir", "")}
 
 
 def _litert_dir() -> Path:
@@ -275,23 +277,35 @@ def _open_openvino(model_path: str, device: str, cache_dir: str, log: Log):
     return runner
 
 
-def _open_qualcomm(model_path: str, log: Log):
-    """Qualcomm HTP through QualcommOptions (JIT; untested here, see the module docstring)."""
+def _open_qualcomm(model_path: str, library_dir: str, log: Log):
+    """Qualcomm HTP through QualcommOptions (JIT; untested here, see the module docstring).
+
+    ``library_dir`` holds LiteRT's Qualcomm dispatch library (libLiteRtDispatch_Qualcomm.so),
+    optionally its compiler plugin, and Qualcomm's QNN libraries (libQnn*.so), which are
+    preloaded. The aarch64 ai-edge-litert 2.3.0 wheel ships none of them; the x86_64 one only
+    the compiler plugin (it links the QNN SDK's libQnnHtp.so and others)."""
     from ai_edge_litert import compiled_model as cm
     from ai_edge_litert.environment import Environment, EnvironmentOptions
     from ai_edge_litert.qualcomm_options import QualcommBackend, QualcommOptions
     from .runner import CompiledModelRunner
 
-    vendors = _litert_dir() / "vendors" / "qualcomm"
-    dispatch = os.environ.get("LITERT_DISPATCH_LIBRARY_DIR", str(vendors / "dispatch"))
-    if not list(Path(dispatch).glob("libLiteRtDispatch_Qualcomm*.so")):
+    folder = Path(library_dir).expanduser() if library_dir else None
+    if folder is None or not list(folder.glob("libLiteRtDispatch_Qualcomm*.so")):
         raise NpuUnavailableError(
-            f"no Qualcomm dispatch library (libLiteRtDispatch_Qualcomm.so) in {dispatch}: set "
-            "LITERT_DISPATCH_LIBRARY_DIR to the folder holding it and Qualcomm's QNN libraries "
-            "(README: NPU)")
+            "no Qualcomm dispatch library (libLiteRtDispatch_Qualcomm.so) in npu_library_dir "
+            f"'{library_dir}': set it to the folder holding it and Qualcomm's QNN libraries "
+            "(the ai-edge-litert wheel has neither; README: NPU)")
+    for lib in sorted(folder.glob("libQnn*.so")):  # the plugin opens them by name
+        try:
+            ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
+        except OSError as exc:
+            log(f"Qualcomm library {lib.name} does not load ({exc})")
+    wheel_compiler = _litert_dir() / "vendors" / "qualcomm" / "compiler"
+    compiler = folder if list(folder.glob("libLiteRtCompilerPlugin_Qualcomm*.so")) else (
+        wheel_compiler if wheel_compiler.is_dir() else None)
     env = Environment.create(options=EnvironmentOptions(
-        runtime_path=str(_litert_dir()), compiler_plugin_path=str(vendors / "compiler"),
-        dispatch_library_path=dispatch))
+        runtime_path=str(_litert_dir()), compiler_plugin_path=str(compiler or ""),
+        dispatch_library_path=str(folder)))
     options = cm.Options(cm.HardwareAccelerator.NPU | cm.HardwareAccelerator.CPU,
                          qualcomm_options=QualcommOptions(backend=QualcommBackend.HTP))
     start = time.perf_counter()
@@ -300,17 +314,21 @@ def _open_qualcomm(model_path: str, log: Log):
     except RuntimeError as exc:
         raise NpuUnavailableError(" ".join(str(exc).split())[:300]) from None
     runner.device = "HTP"
-    runner.compile_note = f"JIT-compiled in {time.perf_counter() - start:.2f} s (not cached)"
+    runner.compile_note = (f"JIT-compiled in {time.perf_counter() - start:.2f} s (not cached)"
+                           if compiler else "no compiler plugin: the model must be compiled "
+                           "for the NPU already")
     runner.from_cache = False
     runner.plugin = f"Qualcomm QNN (LiteRT plugin, ai-edge-litert {_litert_version()})"
     return runner
 
 
 def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
-                    cache_dir: str = "", log: Log = print, warn: Log | None = None):
+                    cache_dir: str = "", log: Log = print, warn: Log | None = None,
+                    library_dir: str = ""):
     """The NPU runner (a CompiledModelRunner with ``vendor``, ``device``, ``plugin``,
     ``compile_note`` and ``from_cache``). ``device`` is OpenVINO's; ``cache_dir`` as
-    :func:`resolve_cache_dir`. ModelLoadError, one line, when it cannot start."""
+    :func:`resolve_cache_dir`; ``library_dir``: the vendor's libraries (Qualcomm).
+    ModelLoadError, one line, when it cannot start."""
     from .runner import ModelLoadError, litert_version
 
     try:
@@ -318,7 +336,7 @@ def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
             raise NpuUnavailableError(f"ai-edge-litert {litert_version()} has no NPU "
                                       "accelerator options in Python (needs 2.3)")
         vendor = resolve_vendor(vendor)
-        runner = (_open_qualcomm(model_path, log) if vendor == "qualcomm"
+        runner = (_open_qualcomm(model_path, library_dir, log) if vendor == "qualcomm"
                   else _open_openvino(model_path, device, resolve_cache_dir(cache_dir), log))
     except NpuUnavailableError as exc:
         raise ModelLoadError(f"the NPU backend did not start: {exc}. Fix it or set backend "

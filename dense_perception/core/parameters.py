@@ -74,6 +74,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("npu_cache_dir", "", "backend npu: folder of compiled models (keyed by model "
               "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
               "dense_perception/npu; 'off' = compile at every start."),
+    ParamSpec("npu_library_dir", "", "backend npu, qualcomm: folder with LiteRT's Qualcomm "
+              "dispatch library (libLiteRtDispatch_Qualcomm.so), optionally its compiler "
+              "plugin, and Qualcomm's QNN libraries (libQnn*.so); no ai-edge-litert wheel has "
+              "them. Unused for intel_openvino."),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256),
     ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "

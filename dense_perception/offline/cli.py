@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--npu-cache-dir", default=_default("npu_cache_dir"),
                    help="--backend npu: compiled models ('' = ~/.cache/dense_perception/npu; "
                    "off = compile at every start)")
+    p.add_argument("--npu-library-dir", default=_default("npu_library_dir"),
+                   help="--backend npu, qualcomm: folder of LiteRT's Qualcomm dispatch library "
+                   "and the QNN libraries")
     p.add_argument("--model-type", choices=MODEL_TYPES, default="auto")
     p.add_argument("--fit", choices=FIT_MODES, default=_default("fit"),
                    help="how frames meet the model input: crop, stretch, rotate")
