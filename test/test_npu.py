@@ -61,6 +61,31 @@ def test_missing_openvino_is_one_line_saying_what_to_install(tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_another_openvino_release_is_named_with_the_one_to_install(tmp_path):
+    """An OpenVINO whose libraries are not the release the plugin links (a package folder laid
+    out as pip's wheel, with 2025.4's library names) first on sys.path."""
+    site = tmp_path / "site"
+    (site / "openvino" / "libs").mkdir(parents=True)
+    (site / "openvino" / "__init__.py").write_text("")
+    for name in ("libopenvino.so.2540", "libopenvino_tensorflow_lite_frontend.so.2540"):
+        (site / "openvino" / "libs" / name).write_bytes(b"")
+    (site / "openvino-2025.4.0.dist-info").mkdir()
+    (site / "openvino-2025.4.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: openvino\nVersion: 2025.4.0\n")
+    script = ("import sys\nfrom dense_perception.core.runner import ModelLoadError, open_runner\n"
+              "try:\n    open_runner(sys.argv[1], 'npu', log=print, npu_options={'vendor': "
+              "'intel_openvino', 'device': 'CPU'})\nexcept ModelLoadError as exc:\n"
+              "    print('ERROR', exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, TIPS_TEST_MODEL], capture_output=True,
+                          text=True, timeout=50, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(site), str(REPO)])})
+    assert (f"ERROR the NPU backend did not start: OpenVINO 2025.4.0 is installed but "
+            f"ai-edge-litert 2.3.0's plugin needs OpenVINO 2026.3.1 (libopenvino.so.2631 not in "
+            f"{site / 'openvino' / 'libs'}): pip install openvino==2026.3.1") in done.stdout, \
+        done.stdout + done.stderr[-1000:]
+
+
+@pytest.mark.timeout(60)
 def test_qualcomm_without_its_libraries_is_one_line_naming_the_parameter(tmp_path):
     """No ai-edge-litert wheel has LiteRT's Qualcomm dispatch library or the QNN libraries."""
     with pytest.raises(ModelLoadError) as info:
@@ -70,6 +95,19 @@ def test_qualcomm_without_its_libraries_is_one_line_naming_the_parameter(tmp_pat
     assert "\n" not in message
     assert ("the NPU backend did not start: no Qualcomm dispatch library "
             f"(libLiteRtDispatch_Qualcomm.so) in npu_library_dir '{tmp_path}'") in message
+
+
+@pytest.mark.timeout(60)
+def test_qualcomm_board_check_says_what_is_missing(tmp_path):
+    """tools/npu_check.sh, here (no board, no libraries): each missing piece, then the one-line
+    startup error, exit status 1."""
+    done = subprocess.run([str(REPO / "tools" / "npu_check.sh"), str(tmp_path)],
+                          env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
+                          text=True, timeout=50)
+    assert done.returncode == 1, done.stderr
+    assert "MISSING libLiteRtDispatch_Qualcomm*.so" in done.stdout
+    assert "MISSING libQnnHtp.so" in done.stdout
+    assert "FAILED: the NPU backend did not start: no Qualcomm dispatch library" in done.stdout
 
 
 @pytest.mark.npu

@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable
 
@@ -287,6 +288,56 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
     }
 
 
+NPU_LOAD_PROBE = """
+import sys, time
+from dense_perception.core.npu_runner import open_npu_runner
+start = time.perf_counter()
+runner = open_npu_runner(sys.argv[1], "intel_openvino", sys.argv[2], sys.argv[3], log=print)
+load = time.perf_counter() - start
+start = time.perf_counter()
+runner.run()
+print(load, time.perf_counter() - start)
+"""
+
+
+def bench_npu(model_path: str, threads: int, runs: int, device: str, cache_dir: Path) -> dict:
+    """The NPU rows (backend npu through LiteRT's OpenVINO plugin on ``device``) against
+    XNNPACK: bare invoke (interleaved), each output's Pearson r, and load + first invoke in fresh
+    processes: JIT (no cache), cache cold (ahead-of-time compile, then load), cache warm."""
+    from dense_perception.core.cpu_precision import output_correlations, smooth_test_input
+    from dense_perception.core.npu_runner import open_npu_runner
+
+    cache = cache_dir / "npu_cache"
+    npu = open_npu_runner(model_path, "intel_openvino", device, "off", log=lambda _: None)
+    cpu = InterpreterRunner(model_path, threads)
+    x = smooth_test_input(cpu.input_shapes[0])
+    outs = []
+    for runner in (cpu, npu):
+        runner.input_buffer()[...] = x
+        outs.append([np.array(o, copy=True) for o in runner.run()])
+    times = interleaved_ms({"xnnpack": cpu.run, "npu": npu.run}, runs)
+    result = {"npu_device": npu.device, "npu_plugin": npu.plugin,
+              "npu_fully_accelerated": npu.fully_accelerated,
+              "npu_bare_invoke_ms": round(times["npu"], 1),
+              "npu_xnnpack_invoke_ms": round(times["xnnpack"], 1),
+              "npu_vs_xnnpack_r": [round(c, 6) for c in output_correlations(*outs)]}
+    for label, cache_arg in (("jit", "off"), ("cache_cold", str(cache)),
+                             ("cache_warm", str(cache))):
+        if label == "cache_cold":
+            for old in cache.glob("*.tflite") if cache.exists() else []:
+                old.unlink()
+        proc = subprocess.run([sys.executable, "-c", NPU_LOAD_PROBE, model_path, device,
+                               cache_arg], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+        if proc.returncode != 0:
+            result[f"npu_load_s_{label}"] = None
+            continue
+        load_s, first_s = (float(v) for v in proc.stdout.split()[-2:])
+        result[f"npu_load_s_{label}"] = round(load_s, 2)
+        result[f"npu_first_invoke_s_{label}"] = round(first_s, 2)
+    return result
+
+
 def bench_gpu(kind: str, model_path: str, runs: int, node_seconds: float, rounds: int,
               precision: str = "fp16") -> dict:
     """The GPU rows, on whatever Vulkan adapter LiteRT selects (named): bare GPU invoke, our
@@ -398,7 +449,14 @@ def table(results: dict) -> str:
             ("gpu_vs_cpu_depth_pearson", "GPU vs CPU depth r (card)"),
             ("gpu_vs_cpu_depth_cosine", "GPU vs CPU depth cos (card)"),
             ("gpu_vs_cpu_normals_pearson", "GPU vs CPU normals r (card)"),
-            ("gpu_vs_cpu_seg_argmax_agreement", "GPU vs CPU seg argmax (card)")]
+            ("gpu_vs_cpu_seg_argmax_agreement", "GPU vs CPU seg argmax (card)"),
+            ("npu_device", "NPU: OpenVINO device"),
+            ("npu_bare_invoke_ms", "NPU bare invoke (ms)"),
+            ("npu_xnnpack_invoke_ms", "NPU: XNNPACK beside it (ms)"),
+            ("npu_vs_xnnpack_r", "NPU vs XNNPACK outputs r"),
+            ("npu_load_s_jit", "NPU load, JIT (s)"),
+            ("npu_load_s_cache_cold", "NPU load, cache cold (s)"),
+            ("npu_load_s_cache_warm", "NPU load, cache warm (s)")]
     kinds = [k for k in results if k != "machine"]
     lines = [f"{'':34}" + "".join(f"{k:>16}" for k in kinds)]
     for key, label in rows:
@@ -441,6 +499,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="GPU rows: auto = when a GPU adapter that is not a CPU emulation "
                         "is there (lavapipe needs minutes per invoke of these models)")
     parser.add_argument("--gpu-precision", choices=("fp16", "fp32"), default="fp16")
+    parser.add_argument("--npu", choices=("auto", "on", "off"), default="auto",
+                        help="NPU rows (backend npu, OpenVINO): auto = when OpenVINO is installed")
+    parser.add_argument("--openvino-device", choices=("NPU", "GPU", "CPU"), default="CPU",
+                        help="the NPU rows' OpenVINO device (CPU: the test bed)")
     args = parser.parse_args(argv)
     results: dict = {"machine": {**machine(), "threads": args.threads}}
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -456,6 +518,9 @@ def main(argv: list[str] | None = None) -> int:
         if want_gpu(args.gpu):
             r.update(bench_gpu(kind, model, args.runs, args.node_seconds, args.rounds,
                                args.gpu_precision))
+        if args.npu == "on" or (args.npu == "auto" and find_spec("openvino") is not None):
+            r.update(bench_npu(model, args.threads, args.runs, args.openvino_device,
+                               Path(args.out)))
         results[kind] = r
         print(json.dumps(r, indent=1))
     results["pointcloud"] = bench_pointcloud(args.runs)
