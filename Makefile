@@ -170,9 +170,11 @@ bench: torch-env
 	$(PY) -m tools.bench --models $(BENCH_MODELS)
 	$(MAKE) --no-print-directory bench-menu bench-pi
 
-# The DA3 export menu for CPUs (input 896/644/518, fp16/int8 weights, random weights) next to
-# the published file's graph; bench-pi times and compares them (LiteRT only: run it on a Pi 5
-# after copying $(BENCH_MODELS)/menu there; it adds fp16-arithmetic rows on such CPUs).
+# The DA3 export menu for CPUs: DA3's own 504 (fp32/fp16/int8 weights, random weights) next to
+# the published file's 896 graph, with the official PyTorch outputs at each size; bench-pi
+# times and compares them in interleaved rounds and prints the CPU's int8/fp16 instructions
+# (LiteRT only: run it on a Pi 5 after copying $(BENCH_MODELS)/menu there; it adds
+# fp16-arithmetic rows on such CPUs).
 bench-menu: torch-env
 	$(VENV_TORCH)/bin/python -m tools.export_menu build --out $(BENCH_MODELS)/menu
 
@@ -182,7 +184,8 @@ bench-pi:
 	@mkdir -p bench_out
 	$(PY) -m tools.export_menu measure --models $(BENCH_MODELS)/menu --json bench_out/export_menu.json
 
-# DA3-Small exported at two aspects with random weights, fidelity vs PyTorch (a few minutes).
+# DA3-Small exported at DA3's own 504 (16:9 and 4:3) with random weights, fidelity of depth and
+# confidence vs the official PyTorch model at the same size (a few minutes).
 test-export: torch-env
 	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3.py
 
@@ -199,7 +202,7 @@ test-fleet: $(VENV_FLEET)/.ready
 	$(VENV_FLEET)/bin/python -m pytest -q test/test_fleet_ray.py
 
 # Throughput with 1 and 2 Ray workers (1 thread each) on the same bags, paired rounds, with a
-# real-size model (DA3-Small exported at 518 with int8 weights, from bench-menu).
+# real-size model (DA3-Small exported at 504 with int8 weights, from bench-menu).
 bench-fleet: $(VENV_FLEET)/.ready bench-menu
 	$(VENV_FLEET)/bin/python -m tools.bench_fleet
 

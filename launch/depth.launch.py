@@ -4,10 +4,17 @@
     ros2 launch dense_perception depth.launch.py \
         config:=$(ros2 pkg prefix --share dense_perception)/config/tipsv2.yaml
     ros2 launch dense_perception depth.launch.py model:=/path/to/other_model.tflite
+    ros2 launch dense_perception depth.launch.py model:=da3_small_gpu_fp16.tflite  # the card's
     ros2 launch dense_perception depth.launch.py namespace:=robot1 rviz:=true \
         fixed_frame:=camera_color_optical_frame
 
     ros2 launch dense_perception depth.launch.py use_lifecycle:=true   # a managed node
+
+The recommended DA3 model (``config/depth.yaml``'s ``model_path``) is
+``da3_small_504x280_fp16.tflite``: DA3-Small at DA3's own resolution (long side 504) with its
+confidence output, made by ``dense-perception export-da3 --checkpoint DA3-SMALL --aspect 16:9
+--fp16`` (see models/README.md; use your camera's aspect). The model card's
+``da3_small_gpu_fp16.tflite`` still works (``model:=``).
 
 Parameters come from the ``config`` YAML; the ``model``, ``backend``, ``input_qos``,
 ``camera_info_qos`` and ``use_lifecycle`` arguments override its values only when they are
@@ -75,7 +82,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "model", default_value="",
             description="Model .tflite file (absolute, or a name in the package's models/ "
-                        "folder); empty = the config's model_path"),
+                        "folder); empty = the config's model_path (recommended DA3: "
+                        "da3_small_504x280_fp16.tflite from export-da3, DA3's own 504)"),
         DeclareLaunchArgument(
             "backend", default_value="", choices=["", "auto", "gpu", "cpu", "npu"],
             description="auto (GPU if it works, else CPU), gpu, cpu (XNNPACK, e.g. on a "

@@ -209,14 +209,33 @@ def exported(request, tmp_path_factory):
                                     (848, 480), (640, 400), (1280, 800), (720, 1280),
                                     (480, 640), (1000, 999), (504, 100)])
 def test_size_rule_is_da3s_upper_bound_resize(camera):
-    """The official InputProcessor (process_res 504, upper_bound_resize) on a frame of that
-    size gives the model size export-da3 picks for the camera."""
-    from depth_anything_3.utils.io.input_processor import InputProcessor
+    """The official InputProcessor's two size steps of ``upper_bound_resize`` (process_res 504:
+    longest side to 504, then each side to the nearest multiple of 14) on a frame of that size
+    give the model size export-da3 picks for the camera."""
+    import ast
+
+    import cv2
+    from PIL import Image
+
+    # The package's module imports torchvision, imageio, ... (not in .venv-bench) for steps the
+    # size does not depend on: its two size methods are taken from its source and run as is.
+    spec = importlib.util.find_spec("depth_anything_3")
+    source = Path(list(spec.submodule_search_locations)[0]) / "utils" / "io" \
+        / "input_processor.py"
+    tree = ast.parse(source.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "InputProcessor")
+    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)
+               and n.name in ("_resize_longest_side", "_make_divisible_by_resize")]
+    official = type("Official", (), {})()
+    namespace = {"cv2": cv2, "np": np, "Image": Image}
+    for method in methods:  # the official code, unchanged
+        exec(compile(ast.Module(body=[method], type_ignores=[]), str(source), "exec"), namespace)
+        setattr(official, method.name, namespace[method.name].__get__(official))
 
     w, h = camera
-    _, (out_h, out_w), _, _ = InputProcessor()._process_one(
-        np.zeros((h, w, 3), np.uint8), process_res=504, process_res_method="upper_bound_resize")
-    assert S.size_for_image(w, h) == (out_w, out_h)
+    image = official._resize_longest_side(Image.new("RGB", (w, h)), 504)
+    image = official._make_divisible_by_resize(image, 14)
+    assert S.size_for_image(w, h) == image.size
 
 
 def _output_names_in_order(path: Path) -> list[str]:
@@ -231,7 +250,7 @@ def _output_names_in_order(path: Path) -> list[str]:
 
 @pytest.mark.export
 @needs_torch
-def test_export_signature_fidelity_and_report(exported):
+def test_export_signature_fidelity_and_report(exported, capsys):
     from dense_perception.core.runner import check_model_file
 
     result, width, height, _, fp16 = exported
@@ -249,10 +268,16 @@ def test_export_signature_fidelity_and_report(exported):
     assert report["weights_dtype"] == ("fp16" if fp16 else "fp32")
     assert (report["ops"]["fp16_tensors"] > 0) == fp16
     fid = report["fidelity"]
-    print(f"\n{width}x{height} vs {fid['reference']}: " + "; ".join(
-        f"{key} depth {fid[key]['corr_min']:.6f} confidence "
-        f"{fid[key]['confidence']['corr_min']:.6f}" for key in
-        ("litert_fp32", "litert_fp16", "fp32_vs_fp16")))
+    with capsys.disabled():  # make test-export shows the figures
+        print(f"\nfidelity of {result.path.name} vs {fid['reference']} (corr, min over "
+              f"{len(fid['inputs'])} inputs): " + "; ".join(
+                  f"{key} depth {fid[key]['corr_min']:.6f} (max diff "
+                  f"{fid[key]['max_abs_diff']:.2g}) confidence "
+                  f"{fid[key]['confidence']['corr_min']:.6f} (max diff "
+                  f"{fid[key]['confidence']['max_abs_diff']:.2g})"
+                  for key in ("litert_fp32", "litert_fp16", "fp32_vs_fp16"))
+              + f"; {report['ops']['total']} ops, {report['size_mb']:.1f} MB, time "
+              + ", ".join(f"{k} {v:.0f} s" for k, v in report["timing_s"].items()))
     assert f"at {width}x{height}" in fid["reference"] and "depth_conf" in fid["reference"]
     # Without --gpu-clean the rewrites are exact: LiteRT is the official model at this size.
     for key in ("litert_fp32", "litert_fp16", "litert_fp32_vs_rewritten", "fp32_vs_fp16"):
@@ -413,3 +438,39 @@ def test_command_line_gpu_clean_small(tmp_path):
     assert all(v == 0 for v in ops["gpu_unfriendly"].values()), ops["gpu_unfriendly"]
     assert report["fidelity"]["litert_fp32_vs_rewritten"]["corr_min"] >= 0.999
     assert report["fidelity"]["fp32_vs_fp16"]["corr_min"] >= 0.999
+
+
+def _x86_fp16_arithmetic() -> bool:
+    try:
+        return "avx512_fp16" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+@pytest.mark.export
+@needs_torch
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not _x86_fp16_arithmetic(), reason="XNNPACK fp16 arithmetic on x86 needs "
+                    "AVX512-FP16 (aarch64: test_arm64_fp16.py, make test-arm64)")
+def test_fp16_arithmetic_agrees_with_fp32_at_da3_resolution(exported):
+    """cpu_precision fp16's XNNPACK flags on the 504 export (depth and confidence) against
+    fp32 arithmetic, natively on an AVX512-FP16 CPU: the fp16 check make test-arm64 can only
+    emulate at 70x56."""
+    from dense_perception.core.cpu_precision import FP16_XNNPACK_FLAGS, smooth_test_input
+    from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner
+
+    result, width, height, _, _ = exported
+    fp32 = InterpreterRunner(str(result.path), 2)
+    fp16 = CompiledModelRunner(str(result.path), "cpu", 2,
+                               cpu_options={"xnnpack_flags": FP16_XNNPACK_FLAGS})
+    inputs = dict(F.fidelity_inputs(width, height, seed=3),
+                  smooth=smooth_test_input((1, 3, height, width)))
+    for name, x in inputs.items():
+        fp32.input_buffer()[...] = x
+        ref = [np.array(o, copy=True) for o in fp32.run()]
+        fp16.input_buffer()[...] = x
+        half = [np.array(o, copy=True) for o in fp16.run()]
+        assert len(ref) == len(half) == 2
+        for a, b in zip(ref, half):
+            assert F.compare(a, b)["corr"] >= 0.999, name
+        assert any(np.abs(a - b).max() > 0 for a, b in zip(ref, half)), "fp16 did not run"

@@ -7,6 +7,7 @@
 # shared by every clone on the machine: the first run takes minutes, later runs only the tests. rclpy has no aarch64 pip wheel, so the node/ROS tests stay on x86_64.
 #
 #   tools/arm64/test_arm64.sh [pytest args...]    (default: the tests in ARM64_TESTS below)
+#   ARM64_FULL=1 tools/arm64/test_arm64.sh        (also DA3 at 504x280 in fp16: hours emulated)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -99,6 +100,7 @@ unshare --mount --propagation private bash -c '
   mount --rbind /sys "$2/sys"  # XNNPACK reads the CPU lists there (without: CompiledModel fails)
   shift 4
   exec chroot "'"$ROOTFS"'" /usr/bin/env -i PATH=/opt/venv/bin:/usr/bin:/bin HOME=/tmp \
-    LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 DENSE_PERCEPTION_ARM64_MODELS=/arm64-models bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
+    LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 DENSE_PERCEPTION_ARM64_MODELS=/arm64-models \
+    DENSE_PERCEPTION_EMULATED=1 DENSE_PERCEPTION_ARM64_FULL="'"${ARM64_FULL:-}"'" bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
 ' bash "$REPO" "$ROOTFS" "$CPUINFO" "$CACHE/arm64-models" "$@"
 say "tests took $((SECONDS - t0)) s"
