@@ -12,6 +12,8 @@ features instead of pinning a version:
   accelerator, Dawn over Vulkan), run in a worker process by :mod:`.gpu_runner` because its
   output reads hold the GIL. ``backend='auto'`` falls back to the CPU, and says why, when the
   GPU does not work or is a CPU emulation (llvmpipe).
+* NPU: ``CompiledModel`` with ``HardwareAccelerator.NPU`` through a LiteRT vendor plugin (Intel
+  OpenVINO, Qualcomm), in :mod:`.npu_runner`; only when asked for (``backend='npu'``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class ModelLoadError(RuntimeError):
 class Runner(Protocol):
     """What the pipeline needs from a loaded model."""
 
-    backend: str        # "cpu" or "gpu"
+    backend: str        # "cpu", "gpu" or "npu"
     description: str    # e.g. "cpu (XNNPACK Interpreter, 4 threads)"
     fallback_note: str  # why backend 'auto' is not on the GPU ("" otherwise)
     input_shapes: list[tuple[int, ...]]
