@@ -132,9 +132,10 @@ def add_export_da3_arguments(parser: argparse.ArgumentParser) -> argparse.Argume
                         "the fidelity inputs (default 0)")
     size = parser.add_mutually_exclusive_group(required=True)
     size.add_argument("--size", type=parse_size, metavar="WxH",
-                      help="model input size, both multiples of 14, e.g. 896x504")
+                      help="model input size, both multiples of 14, e.g. 504x280")
     size.add_argument("--camera-info-yaml", metavar="FILE",
-                      help="ROS camera_info YAML: its image_width/image_height give the aspect")
+                      help="ROS camera_info YAML: its image_width/image_height give the size "
+                      "(DA3's rule)")
     size.add_argument("--aspect", type=parse_aspect, metavar="W:H", help="camera aspect, "
                       "e.g. 16:9 or 4:3")
     parser.add_argument("--long-side", type=int, default=DEFAULT_LONG_SIDE,
