@@ -85,14 +85,18 @@ class GpuProcessRunner:
     def __init__(self, model_path: str, precision: str = "fp16",
                  startup_timeout_s: float = STARTUP_TIMEOUT_S,
                  timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_restarts: int = DEFAULT_MAX_RESTARTS) -> None:
+                 max_restarts: int = DEFAULT_MAX_RESTARTS, npu: dict | None = None) -> None:
+        """``npu``: run backend npu instead (:func:`~.npu_runner.open_npu_runner`'s options):
+        OpenVINO's dispatch holds the GIL for the whole inference too (measured)."""
         if not timeout_s > 0 or max_restarts < 0:
             raise ValueError(f"GPU timeout must be > 0 and restarts >= 0, got {timeout_s} s "
                              f"and {max_restarts}")
         self.fallback_note = ""
         self.last_invoke_ms = float("nan")
         self.timeout_s, self.max_restarts, self.restarts = timeout_s, max_restarts, 0
-        self._model = {"model": model_path, "precision": precision}
+        self._model = {"model": model_path, "precision": precision,
+                       **({"npu": npu} if npu is not None else {})}
+        self._kind = "NPU" if npu is not None else "GPU"  # in messages
         self._startup_timeout_s = startup_timeout_s
         self._lost_in_a_row = 0  # hung or dead workers since the last good inference
         self._failed = ""  # why the GPU is unusable (GpuWorkerFailedError), once it is
@@ -117,7 +121,8 @@ class GpuProcessRunner:
                 os.write(2, self.native_log.text.encode("utf-8", "replace"))
         if not hello["ok"]:
             self.close()
-            reason = self.native_log.gpu_reason() or hello["error"]
+            reason = hello["error"] if npu is not None else \
+                (self.native_log.gpu_reason() or hello["error"])
             raise GpuUnavailableError(reason)
         self.adapter: Adapter | None = self.native_log.adapter()
         self.fully_accelerated: bool = hello["fully_accelerated"]
@@ -132,6 +137,10 @@ class GpuProcessRunner:
         where = self.adapter.describe() if self.adapter else "adapter not reported"
         self.description = (f"gpu (LiteRT CompiledModel, WebGPU, {precision}; {where}; "
                             "worker process)")
+        if npu is not None:  # vendor, device, plugin, compile_note, from_cache, description
+            self.backend = "npu"
+            self.__dict__.update(hello["npu"])
+            self.description = self.description[:-1] + "; worker process)"
 
     # ---- Runner ----------------------------------------------------------------------------
     def input_buffer(self) -> np.ndarray:
@@ -153,13 +162,14 @@ class GpuProcessRunner:
                 reply = self._call({"run": True}, timeout_s=timeout)
             except _NoAnswer:
                 allowance = "gpu_timeout" if self._warm else "a worker's first inference"
-                self._replace_worker(f"GPU inference did not finish within {timeout:g} s "
+                self._replace_worker(f"{self._kind} inference did not finish within "
+                                     f"{timeout:g} s "
                                      f"({allowance})")
             except GpuUnavailableError as exc:
                 self._replace_worker(str(exc))
             self._warm = True
             if not reply["ok"]:
-                raise RuntimeError(f"GPU inference failed: {reply['error']}")
+                raise RuntimeError(f"{self._kind} inference failed: {reply['error']}")
             self._lost_in_a_row = 0
             self.last_invoke_ms = reply["ms"]
             return self._views[1:]
@@ -237,11 +247,12 @@ class GpuProcessRunner:
         """The worker hung or died: kill it, start another (bounded), and raise for this frame."""
         self._stop_worker(gently=False)
         if self._closed:
-            raise GpuWorkerError(f"{why} (the GPU runner was closed)")
+            raise GpuWorkerError(f"{why} (the {self._kind} runner was closed)")
         self._lost_in_a_row += 1
         if self._lost_in_a_row > self.max_restarts:
             self._failed = (f"{why}, {self._lost_in_a_row} times in a row (gpu_max_restarts "
-                            f"{self.max_restarts}): the GPU or its driver is not working")
+                            f"{self.max_restarts}): the {self._kind} or its driver is not "
+                            "working")
             raise GpuWorkerFailedError(self._failed)
         try:
             hello = self._start_worker()
@@ -255,12 +266,12 @@ class GpuProcessRunner:
             self._warm = True
         except GpuUnavailableError as exc:
             self._stop_worker(gently=False)
-            self._failed = f"{why}; restarting the GPU worker failed: {exc}"
+            self._failed = f"{why}; restarting the {self._kind} worker failed: {exc}"
             raise GpuWorkerFailedError(self._failed) from None
         if self._closed:  # closed while restarting
             self._stop_worker(gently=False)
         self.restarts += 1
-        raise GpuWorkerError(f"{why}; GPU worker restarted ({self._lost_in_a_row} of "
+        raise GpuWorkerError(f"{why}; {self._kind} worker restarted ({self._lost_in_a_row} of "
                              f"{self.max_restarts} restarts in a row)")
 
     def _stop_worker(self, gently: bool) -> None:
@@ -295,7 +306,8 @@ class GpuProcessRunner:
                 ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
                 if not ready:
                     proc.kill()
-                    raise _NoAnswer(f"GPU worker did not answer within {timeout_s:g} s")
+                    raise _NoAnswer(f"{self._kind} worker did not answer within "
+                                    f"{timeout_s:g} s")
             line = proc.stdout.readline()
         except (OSError, ValueError):  # closed meanwhile (close() from another thread)
             line = b""
@@ -307,8 +319,9 @@ class GpuProcessRunner:
         try:
             code = self._proc.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
-            return "GPU worker process stopped answering"
-        return f"GPU worker process exited (status {code}); LiteRT's log above says why"
+            return f"{self._kind} worker process stopped answering"
+        return (f"{self._kind} worker process exited (status {code}); LiteRT's log above says "
+                "why")
 
 
 def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,

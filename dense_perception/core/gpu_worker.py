@@ -4,7 +4,8 @@ Protocol: one JSON request per line on stdin, one JSON reply per line on the ori
 (fd 1 itself is pointed at stderr, because LiteRT prints some of its log on stdout).
 
 1. ``{"model": path, "precision": "fp16"|"fp32"}`` -> ``{"ok", "error", "log", "inputs",
-   "outputs", "fully_accelerated"}``; ``log`` is LiteRT's native log while compiling.
+   "outputs", "fully_accelerated"}``; ``log`` is LiteRT's native log while compiling. With
+   ``"npu": {options}`` backend npu instead (:mod:`.npu_runner`), and ``"npu": {NPU_FACTS}``.
 2. ``{"shared_fd": fd, "offsets": [...]}`` -> ``{"ok"}``: the input, then the outputs, as
    float32 at those byte offsets of the shared memory, an anonymous memfd inherited as ``fd``.
 3. ``{"run": true}`` -> ``{"ok", "ms"}``: inference on the shared input, outputs written there.
@@ -30,6 +31,9 @@ import numpy as np
 from .native_log import capture_native_stderr
 
 
+NPU_FACTS = ("vendor", "device", "plugin", "compile_note", "from_cache", "description", "notes")
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] or type(exc).__name__
@@ -48,15 +52,24 @@ def serve(requests, reply) -> int:
     error = ""
     with capture_native_stderr() as log:
         try:
-            runner = CompiledModelRunner(first["model"], "gpu",
-                                         gpu_precision=first.get("precision", "fp16"))
+            if "npu" in first:  # backend npu (a RuntimeError says why it cannot start)
+                from .npu_runner import open_npu_runner
+                notes: list[str] = []  # its log lines, for the parent's log
+                runner = open_npu_runner(first["model"], log=notes.append, warn=notes.append,
+                                         **first["npu"])
+                runner.notes = notes
+            else:
+                runner = CompiledModelRunner(first["model"], "gpu",
+                                             gpu_precision=first.get("precision", "fp16"))
         except (RuntimeError, ValueError) as exc:
-            error = _one_line(exc)
+            # backend npu's startup errors are one line already, with the fix at their end.
+            error = " ".join(str(exc).split()) if "npu" in first else _one_line(exc)
     if runner is None:
         send({"ok": False, "error": error, "log": log.text})
         return 1
     send({"ok": True, "error": "", "log": log.text, "inputs": runner.input_shapes,
-          "outputs": runner.output_shapes, "fully_accelerated": runner.fully_accelerated})
+          "outputs": runner.output_shapes, "fully_accelerated": runner.fully_accelerated,
+          **({"npu": {k: getattr(runner, k) for k in NPU_FACTS}} if "npu" in first else {})})
     shapes = [runner.input_shapes[0], *runner.output_shapes]
     views: list[np.ndarray] = []
     for line in requests:

@@ -344,13 +344,46 @@ def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
     runner.vendor = vendor
     runner.description = (f"npu ({runner.plugin}, device {runner.device}; LiteRT "
                           "CompiledModel)")
+    _log_started(runner, log, warn or log)
+    return runner
+
+
+def open_npu_process_runner(model_path: str, options: dict[str, Any], log: Log, warn: Log,
+                            timeout_s: float | None = None, max_restarts: int | None = None):
+    """Backend npu in a worker process (:class:`~.gpu_runner.GpuProcessRunner`, the GPU's):
+    OpenVINO's dispatch holds the GIL for the whole inference (measured on DA3-Small: a Python
+    thread got 4 time slices a second during it, 848 beside XNNPACK), which would freeze the
+    node's executor. ``timeout_s``, ``max_restarts``: gpu_timeout and gpu_max_restarts (None:
+    their defaults). ModelLoadError, one line, when it cannot start."""
+    from .gpu_runner import (DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, GpuProcessRunner,
+                             GpuUnavailableError)
+    from .runner import ModelLoadError
+
+    try:
+        runner = GpuProcessRunner(
+            model_path, timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
+            max_restarts=DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts,
+            npu=dict(options), startup_timeout_s=COMPILE_TIMEOUT_S)  # compiling: minutes
+    except GpuUnavailableError as exc:
+        message = " ".join(str(exc).split())
+        if not message.startswith("the NPU backend did not start"):  # the worker died
+            message = (f"the NPU backend did not start: {message}. Fix it or set backend to "
+                       "'auto' or 'cpu' (README: NPU)")
+        raise ModelLoadError(message) from None
+    for note in runner.notes:  # what the worker logged while loading (the cache's fate)
+        if not note.startswith(("NPU: ", "the model's graph")):
+            log(note)
+    _log_started(runner, log, warn)
+    return runner
+
+
+def _log_started(runner, log: Log, warn: Log) -> None:
     accelerated = "fully accelerated" if runner.fully_accelerated else \
         "NOT fully accelerated (some ops run on the CPU)"
     log(f"NPU: {runner.plugin}, device {runner.device}; graph {accelerated}; "
         f"{runner.compile_note}")
     if not runner.fully_accelerated:
-        (warn or log)(f"the model's graph is {accelerated} on the NPU")
-    return runner
+        warn(f"the model's graph is {accelerated} on the NPU")
 
 
 def npu_details(runner: object) -> dict[str, str]:
@@ -364,4 +397,5 @@ def npu_details(runner: object) -> dict[str, str]:
         "npu plugin": getattr(runner, "plugin", "-"),
         "npu fully accelerated": "yes" if getattr(runner, "fully_accelerated", False) else "no",
         "npu compile": getattr(runner, "compile_note", "-"),
+        "npu worker restarts": str(getattr(runner, "restarts", 0)),
     }

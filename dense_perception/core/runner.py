@@ -248,8 +248,9 @@ def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
     runner: Runner | None = None
     fallback_note = ""
     if backend == "npu":
-        from .npu_runner import open_npu_runner
-        runner = open_npu_runner(model_path, log=log, warn=warn, **(npu_options or {}))
+        from .npu_runner import open_npu_process_runner
+        runner = open_npu_process_runner(model_path, npu_options or {}, log, warn or log,
+                                         gpu_timeout, gpu_max_restarts)
     if backend in ("auto", "gpu"):
         from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, open_gpu_runner
         runner, fallback_note = open_gpu_runner(
