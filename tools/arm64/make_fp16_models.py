@@ -4,8 +4,11 @@ Real architectures at tiny input sizes: emulated aarch64 XNNPACK (qemu TCG, fp16
 is very slow here: the test on DA3 at 280x168 did not finish in 20 minutes.
 
 * ``da3_export_70x56_fp16.tflite``: DA3-Small from ``export-da3`` (official architecture,
-  random weights, seed 0, CPU rewrites, fp16 weights, depth + confidence) at 70x56 (5x4
-  patches);
+  random weights, seed 0, CPU rewrites, fp16 weights) at 70x56 (5x4 patches), depth only
+  (``--no-confidence``): on so small a grid the random-weight confidence channel is nearly
+  flat, and its fp16-vs-fp32 corr (0.997 emulated, smooth input) measures that flatness, not
+  fp16 arithmetic (at 504x280 both outputs agree to 0.99996 with XNNPACK's AVX512-FP16
+  kernels, ``test_export_da3.py``);
 * ``da3_export_504x280_fp16.tflite``: the same at DA3's own resolution (``export-da3``'s
   default for 16:9), the file a Pi 5 runs; emulated, its fp16 check takes hours, so
   ``make test-arm64`` runs it only with ``ARM64_FULL=1`` (a real aarch64 machine runs it
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from dense_perception.export.export_da3 import export_da3
     from tools import bench_models as B
 
-    export_da3(70, 56, out / DA3_FILE, seed=0, fp16=True, fidelity=False)
+    export_da3(70, 56, out / DA3_FILE, seed=0, fp16=True, fidelity=False, confidence=False)
     export_da3(504, 280, out / DA3_504_FILE, seed=0, fp16=True, fidelity=False)
     model = build_tips_small()
     B.export(model, B.sample_input((1, 3, 56, 56)), out / TIPS_FILE, fp16=True)
