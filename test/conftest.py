@@ -90,3 +90,20 @@ def copy_ignore():
         if line and not line.startswith("#"):
             patterns.append(line.rstrip("/"))
     return shutil.ignore_patterns(*patterns)
+
+
+@pytest.fixture
+def harness_factory():
+    """make(params, **kwargs) -> a ros_harness.Harness (an in-process node over DDS), each
+    closed when the test ends. rclpy is imported only here: conftest also serves ROS-free runs."""
+    from ros_harness import Harness
+
+    made = []
+
+    def make(params, **kwargs):
+        harness = Harness(params, **kwargs)
+        made.append(harness)
+        return harness
+    yield make
+    for harness in made:
+        harness.close()

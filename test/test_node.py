@@ -12,7 +12,7 @@ pytest.importorskip("rclpy")
 from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, hardware_gpu  # noqa: E402
 from model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame,  # noqa: E402
                          tips_depth_of, tips_normals_of)
-from ros_harness import Harness, camera_info, wait_until  # noqa: E402
+from ros_harness import camera_info, wait_until  # noqa: E402
 from rclpy.qos import ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -45,19 +45,6 @@ class HookedRunner:
         if self.delay:
             time.sleep(self.delay)
         return self.inner.run()
-
-
-@pytest.fixture
-def harness_factory():
-    made = []
-
-    def make(params, **kwargs):
-        h = Harness(params, **kwargs)
-        made.append(h)
-        return h
-    yield make
-    for h in made:
-        h.close()
 
 
 def same_header(msg, header):

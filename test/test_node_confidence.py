@@ -7,25 +7,11 @@ pytest.importorskip("rclpy")
 
 from conftest import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, GRAPH_TIMEOUT  # noqa: E402
 from model_truth import da3_confidence_of, da3_depth_of  # noqa: E402
-from ros_harness import Harness  # noqa: E402
 
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(90)]
 W, H = 504, 896  # the DA3 test models' input: frames of this size reach the model unchanged
-
-
-@pytest.fixture
-def harness_factory():
-    made = []
-
-    def make(params, **kwargs):
-        h = Harness(params, **kwargs)
-        made.append(h)
-        return h
-    yield make
-    for h in made:
-        h.close()
 
 
 def advertised(h):

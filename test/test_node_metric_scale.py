@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("rclpy")
 
 from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
-from ros_harness import Harness, camera_info  # noqa: E402
+from ros_harness import camera_info  # noqa: E402
 from tools.metric_scene import HEIGHT, WIDTH, Scene, paint  # noqa: E402
 from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
 from tools.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY  # noqa: E402
@@ -28,16 +28,10 @@ STRIDE = 4
 
 
 @pytest.fixture
-def harness_factory():
-    made = []
-
-    def make(params, **kwargs):
-        h = Harness({"model_path": DA3_TEST_MODEL, **params}, **kwargs)
-        made.append(h)
-        return h
-    yield make
-    for h in made:
-        h.close()
+def harness_factory(harness_factory):
+    """conftest's factory with the DA3 test model as the default model_path."""
+    return lambda params, **kwargs: harness_factory({"model_path": DA3_TEST_MODEL, **params},
+                                                    **kwargs)
 
 
 def scene_info(scene):
