@@ -135,3 +135,22 @@ def test_ordered_raises_uncaught_errors():
             list(stage.drain())
     finally:
         stage.close()
+
+
+@pytest.mark.timeout(30)
+def test_ordered_close_waits_for_the_stage_one_in_progress():
+    """After close() nothing of this stage runs any more (the next input shares the runner)."""
+    started, release, finished = threading.Event(), threading.Event(), []
+
+    def first(item):
+        started.set()
+        release.wait(10)
+        finished.append(item)
+        return item
+    stage = OrderedTwoStage(first, in_flight=3)
+    assert list(stage.add("a")) == []
+    assert list(stage.add("b")) == []  # "b" queued behind "a", which is in progress
+    assert started.wait(10)
+    threading.Timer(0.2, release.set).start()
+    stage.close()
+    assert finished == ["a"]  # "a" was waited for; "b", not started, was cancelled

@@ -129,8 +129,13 @@ class OrderedTwoStage(Generic[A, B]):
         return self._due(keep=0)
 
     def close(self) -> None:
-        """Stop the worker (a stage one in progress is not waited for)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the worker: stage ones not yet started are cancelled, the one in progress is
+        waited for. It may share state with whoever comes next (the offline command runs every
+        input of a fleet on one pipeline, whose runner has one input buffer): a stage one left
+        running would preprocess into that buffer while the next input's frame does (seen:
+        a band of wrong depth after a failed input). At most one inference (bounded by
+        gpu_timeout on the GPU)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _due(self, keep: int) -> Iterator[tuple[A, Any]]:
         while self._pending:
