@@ -142,6 +142,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               "here first when D is not zero.", runtime=True),
     ParamSpec("fallback_hfov_deg", 60.0, "Horizontal field of view for a guessed pinhole "
               "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True),
+    ParamSpec("host_threads", 0, "Threads for the host work around inference (the "
+              "segmentation argmax and confidence in bands of rows); 0 = auto: the cores this "
+              "process may use, at most 4.", low=0, high=64),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
               low=0.05, high=3600.0),
     ParamSpec("input_qos", "auto", "Camera subscription QoS: 'auto' matches the camera "

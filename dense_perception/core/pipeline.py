@@ -15,6 +15,7 @@ import numpy as np
 from . import postprocess as post
 from .camera_model import CameraModel, as_camera_model
 from .confidence import PROBABILITY, QUANTILE, confident_pixels
+from .host_threads import HostThreads, resolve_host_threads
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
 from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
@@ -112,6 +113,7 @@ class PipelineConfig:
     fallback_hfov_deg: float = 60.0
     depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
     input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
+    host_threads: int = 0  # threads for the host work around inference; 0 = auto (host_threads)
 
     def problem(self) -> str | None:
         """Why this configuration is impossible, or None."""
@@ -124,6 +126,8 @@ class PipelineConfig:
             return f"relative_depth_scale must be > 0, got {self.relative_depth_scale}"
         if not self.max_depth >= 0:
             return f"max_depth must be >= 0 (0 = no limit), got {self.max_depth}"
+        if self.host_threads < 0:
+            return f"host_threads must be >= 0 (0 = auto), got {self.host_threads}"
         if self.points_stride < 1:
             return f"points_stride must be >= 1, got {self.points_stride}"
         if not 0.0 <= self.points_min_confidence <= 1.0:
@@ -140,7 +144,7 @@ class DensePipeline:
     """Runs frames through a loaded model. Not thread-safe: one frame at a time."""
 
     def __init__(self, runner: Runner, spec: ModelSpec, config: PipelineConfig = PipelineConfig(),
-                 timer: StageTimer | None = None) -> None:
+                 timer: StageTimer | None = None, host_threads: HostThreads | None = None) -> None:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
@@ -153,6 +157,8 @@ class DensePipeline:
         self._preprocess = Preprocessor(spec)
         self._plans: dict[tuple[int, int], FitPlan] = {}
         self._rectifier = Rectifier()
+        # A pipeline rebuilt for new runtime settings keeps its predecessor's threads.
+        self.host_threads = host_threads or HostThreads(resolve_host_threads(config.host_threads))
 
     def camera_from_info(self, msg: Any) -> CameraModel | None:
         """The camera model of a CameraInfo message (None for None), per ``input_rectified``."""
@@ -218,13 +224,7 @@ class DensePipeline:
             normals_i = spec.output_index("normals")
             if normals_i is not None and (request.normals or request.normals_colored):
                 raw.normals = post.normals_from_output(outputs[normals_i])
-            seg_i = spec.output_index("segmentation_logits")
-            if seg_i is not None and (request.labels or request.labels_colored
-                                      or request.labels_confidence):
-                raw.labels, top = post.labels_and_max(outputs[seg_i])
-                if request.labels_confidence:  # only when asked: +45 % on the argmax's time
-                    with self.timer.stage("labels_confidence"):
-                        raw.labels_probability = post.top_class_probability(outputs[seg_i], top)
+            self._extract_segmentation(raw, outputs)
             self._extract_confidence(raw, outputs)
         return raw
 
@@ -238,21 +238,37 @@ class DensePipeline:
                     "(export-da3 writes DA3 with one)")
         return ""
 
+    def _extract_segmentation(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:
+        """TIPSv2's labels and top-class probability, in one banded pass over the logits: the
+        probability for ``segmentation/confidence`` and, when the model has no confidence
+        output of its own, for the points filter (see ``core.confidence``)."""
+        request = raw.request
+        seg_i = self.spec.output_index("segmentation_logits")
+        if seg_i is None:
+            return
+        want_labels = request.labels or request.labels_colored or request.labels_confidence
+        filtering = (request.points and self.config.points_min_confidence > 0
+                     and self.spec.output_index(CONFIDENCE_KIND) is None)
+        if not (want_labels or filtering):
+            return
+        labels, probability, probability_ms = post.labels_and_probability(
+            outputs[seg_i], request.labels_confidence or filtering, self.host_threads)
+        if probability is not None:  # a part of "extract", like "scale" of "postprocess"
+            self.timer.add("labels_confidence", probability_ms)
+        if want_labels:
+            raw.labels = labels
+        if request.labels_confidence:
+            raw.labels_probability = probability
+        if filtering:
+            raw.point_confidence, raw.confidence_meaning = probability, PROBABILITY
+
     def _extract_confidence(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:
-        """DA3's confidence (for its topic and the points filter) or, for the filter alone,
-        TIPSv2's top-class probability (see ``core.confidence``)."""
+        """DA3's confidence output, for its topic and the points filter."""
         request, filtering = raw.request, self.config.points_min_confidence > 0
         conf_i = self.spec.output_index(CONFIDENCE_KIND)
-        seg_i = self.spec.output_index("segmentation_logits")
         if conf_i is not None and (request.depth_confidence or (request.points and filtering)):
             raw.confidence = post.confidence_from_output(outputs[conf_i])
             raw.point_confidence, raw.confidence_meaning = raw.confidence, QUANTILE
-        elif seg_i is not None and request.points and filtering:
-            if raw.labels_probability is None:
-                raw.point_confidence = post.top_class_probability(outputs[seg_i])
-            else:
-                raw.point_confidence = raw.labels_probability
-            raw.confidence_meaning = PROBABILITY
 
     def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None,
                scaler: DepthScaler | None = None, stamp: float = 0.0,

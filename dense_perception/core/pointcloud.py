@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 
+import cv2
 import numpy as np
 
 from .intrinsics import Intrinsics
@@ -23,10 +25,16 @@ def _rays(k: Intrinsics, height: int, width: int, stride: int) -> tuple[np.ndarr
 
 
 def pack_rgb(rgb: np.ndarray) -> np.ndarray:
-    """Pack H x W x 3 uint8 RGB into float32 the way PCL and RViz read the ``rgb`` field."""
-    rgb = rgb.astype(np.uint32)
-    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
-    return packed.view(np.float32)
+    """Pack H x W x 3 uint8 RGB into float32 the way PCL and RViz read the ``rgb`` field
+    (the uint32 0x00RRGGBB's bits)."""
+    if sys.byteorder != "little":
+        wide = rgb.astype(np.uint32)
+        return ((wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]).view(np.float32)
+    # On a little-endian host 0x00RRGGBB is the bytes B, G, R, 0: OpenCV's BGRA with a zero
+    # alpha, one vectorised pass instead of three widened copies and shifts.
+    bgra = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGRA)
+    bgra[:, :, 3] = 0
+    return bgra.view(np.float32)[:, :, 0]
 
 
 def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
@@ -55,12 +63,12 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
                              f"{depth.shape[1]}x{depth.shape[0]}")
         valid &= keep[::stride, ::stride]
     dtype = XYZ_DTYPE if rgb is None else XYZRGB_DTYPE
-    cloud = np.empty(z.shape, dtype)
-    zv = np.where(valid, z, np.float32(np.nan)) if organized else z
-    np.multiply(zv, rays_x, out=cloud["x"])
-    np.multiply(zv, rays_y, out=cloud["y"])
-    cloud["z"] = zv
+    zv = np.where(valid, z, np.float32(np.nan)) if organized else np.ascontiguousarray(z)
+    # Contiguous planes, then one interleaving cv2.merge into the record layout (writing the
+    # fields of a structured array one by one is three to four strided passes).
+    planes = [np.multiply(zv, rays_x), np.multiply(zv, rays_y), zv]
     if rgb is not None:
-        cloud["rgb"] = pack_rgb(rgb[::stride, ::stride])
+        planes.append(pack_rgb(rgb[::stride, ::stride]))
+    cloud = cv2.merge(planes).view(dtype)[:, :, 0]
     return cloud if organized else cloud[valid]
 

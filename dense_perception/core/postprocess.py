@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
+
+if TYPE_CHECKING:
+    from .host_threads import HostThreads
 
 INVALID_LABEL = 255  # mono8 label for pixels the model did not see (outside the crop)
 
@@ -39,27 +44,47 @@ def depth_to_millimetres(depth: np.ndarray) -> np.ndarray:
 
 
 def colorize_depth(depth: np.ndarray, low_pct: float = 2.0, high_pct: float = 98.0) -> np.ndarray:
-    """bgr8 view of depth, near = warm, over a robust percentile range; invalid pixels black."""
+    """bgr8 view of depth, near = warm, over a robust percentile range; invalid pixels black.
+
+    The colour index is floor(255 (hi - d) / (hi - lo)) clipped to 0..255, computed in float32
+    (a subtract and a clamp, then one OpenCV scale-add-saturate); a value within float32's
+    rounding of an integer can land one index off the float64 formula of before. Invalid
+    pixels are masked in one pass after the colour map.
+    """
     valid = np.isfinite(depth)
-    out = np.zeros(depth.shape + (3,), np.uint8)
     if not valid.any():
-        return out
+        return np.zeros(depth.shape + (3,), np.uint8)
     # A quarter of the pixels gives the same robust range at a quarter of the cost.
     sample = depth[::2, ::2]
     sample = sample[np.isfinite(sample)]
     lo, hi = np.percentile(sample if sample.size else depth[valid], (low_pct, high_pct))
     span = max(float(hi - lo), 1e-6)
-    # Near is bright: map inverse position in the range to the colormap.
-    t = np.clip((hi - np.where(valid, depth, hi)) / span, 0.0, 1.0)
-    out = cv2.applyColorMap((t * 255.0).astype(np.uint8), cv2.COLORMAP_TURBO)
-    out[~valid] = 0
-    return out
+    # Near is bright: index 255 at lo, 0 at hi and beyond. hi - d is clamped at 0 first (the
+    # next step takes an absolute value); x - 0.5 rounded is floor(x) but at exact integers.
+    # NaN stays NaN here and is masked below.
+    behind = np.subtract(np.float32(hi), depth, dtype=np.float32)
+    cv2.max(behind, 0.0, dst=behind)
+    index = cv2.convertScaleAbs(behind, alpha=255.0 / span, beta=-0.5)
+    colours = cv2.applyColorMap(index, cv2.COLORMAP_TURBO)
+    return cv2.bitwise_and(colours, colours, mask=valid.view(np.uint8))
 
 
 def normals_from_output(raw: np.ndarray) -> np.ndarray:
-    """H x W x 3 float32 unit normals from a [1,3,H,W] output (renormalised; zero -> NaN)."""
-    n = np.ascontiguousarray(raw[0].transpose(1, 2, 0), dtype=np.float32)
-    return normalize_vectors(n)
+    """H x W x 3 float32 unit normals from a [1,3,H,W] output (renormalised; zero -> NaN).
+
+    Normalised plane by plane (the output's planes are contiguous), then interleaved once by
+    ``cv2.merge``: a third of the time of transposing first. numpy does the arithmetic, so every
+    pixel gets the same rounding (OpenCV's vector code fuses multiply-adds that its scalar tail
+    does not, which made the last pixels of a frame depend on where its buffer lay).
+    """
+    x, y, z = (np.asarray(raw[0, c], np.float32) for c in range(3))
+    norm = np.multiply(x, x)
+    norm += y * y
+    norm += z * z
+    np.sqrt(norm, out=norm)
+    bad = ~(norm > 1e-12) | ~np.isfinite(norm)
+    norm[bad] = np.nan
+    return cv2.merge([np.divide(x, norm), np.divide(y, norm), np.divide(z, norm)])
 
 
 def normalize_vectors(n: np.ndarray) -> np.ndarray:
@@ -72,9 +97,15 @@ def normalize_vectors(n: np.ndarray) -> np.ndarray:
 
 
 def colorize_normals(normals: np.ndarray) -> np.ndarray:
-    """rgb8 view: (n + 1) / 2 per component; invalid pixels black."""
-    rgb = np.nan_to_num((normals + 1.0) * 127.5, nan=0.0)
-    return np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
+    """rgb8 view: (n + 1) / 2 per component, rounded; invalid pixels black.
+
+    One OpenCV pass: |127.5 n + 127.5| saturated to uint8 (the absolute value changes nothing
+    for unit vectors), then NaN components set to 0. OpenCV rounds halves to even, so a
+    component exactly on a half level can be one level below the round-half-up of before.
+    """
+    out = cv2.convertScaleAbs(normals, alpha=127.5, beta=127.5)
+    out[np.isnan(normals)] = 0
+    return out
 
 
 def labels_from_logits(logits: np.ndarray) -> np.ndarray:
@@ -86,10 +117,11 @@ def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 labels, the top logit) of a [1,C,H,W] output: argmax and max over the class axis.
 
     Read straight from the output buffer, one class plane at a time, with OpenCV's vectorised
-    compare, max and masked copy (the GIL is released in each): 5-6 ms for 150 x 256 x 256,
+    compare and masked copies (the GIL is released in each): 5-6 ms for 150 x 256 x 256,
     against 15-43 ms for numpy's ``copyto(where=)`` loop and more for ``np.argmax(axis=0)``,
     which walks the class axis with a large stride. Ties go to the lower class id, as with
-    argmax (only a strictly greater logit takes a pixel over). The max is what
+    argmax: only a strictly greater logit takes a pixel over, so a NaN logit never does
+    (``cv2.max`` is not used: its vector and scalar code treat NaN differently). The max is what
     :func:`top_class_probability` needs.
     """
     planes = logits[0]
@@ -98,8 +130,8 @@ def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     higher = np.empty(best.shape, np.uint8)
     class_id = np.empty(best.shape, np.uint8)
     for k in range(1, planes.shape[0]):
-        cv2.compare(planes[k], best, cv2.CMP_GT, dst=higher)  # NaN compares false: kept out
-        cv2.max(best, planes[k], dst=best)
+        cv2.compare(planes[k], best, cv2.CMP_GT, dst=higher)
+        cv2.copyTo(planes[k], higher, dst=best)
         class_id.fill(k)
         cv2.copyTo(class_id, higher, dst=labels)
     return labels, best
@@ -132,10 +164,40 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     # (the TIPSv2 test model's logits lie thousands apart: 90 ms without it, 6 ms with it).
     for plane in planes:
         cv2.subtract(plane, top, dst=term)  # inf - inf: NaN, and that pixel's sum is NaN
-        cv2.max(term, _EXP_FLOOR, dst=term)  # NaN stays NaN (cv2.max keeps the NaN operand)
+        np.maximum(term, _EXP_FLOOR, out=term)  # NaN stays NaN (cv2.max may drop it)
         cv2.exp(term, dst=term)
         cv2.add(total, term, dst=total)
     return np.reciprocal(total, out=total)
+
+
+def labels_and_probability(logits: np.ndarray, probability: bool,
+                           threads: HostThreads | None = None
+                           ) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """uint8 labels and, if ``probability``, the top class's softmax probability (H x W
+    float32) of a [1,C,H,W] output, and the milliseconds the probability added.
+
+    :func:`labels_and_max` then :func:`top_class_probability` over the same band of rows, one
+    band per host thread (the class planes are contiguous, so each band of each plane is one
+    contiguous block). The milliseconds are the longest band's time in the probability step.
+    """
+    planes = logits[0]
+    height = planes.shape[1]
+    labels = np.empty(planes.shape[1:], np.uint8)
+    prob = np.empty(planes.shape[1:], np.float32) if probability else None
+
+    def band(y0: int, y1: int) -> float:
+        part = planes[None, :, y0:y1]
+        labels[y0:y1], top = labels_and_max(part)
+        if prob is None:
+            return 0.0
+        start = time.perf_counter()
+        prob[y0:y1] = top_class_probability(part, top)
+        return (time.perf_counter() - start) * 1000.0
+
+    bands = threads.bands(height) if threads is not None else [(0, height)]
+    jobs = [lambda y0=y0, y1=y1: band(y0, y1) for y0, y1 in bands]
+    prob_ms = threads.run(jobs) if threads is not None else [job() for job in jobs]
+    return labels, prob, max(prob_ms)
 
 
 def confidence_to_mono8(probability: np.ndarray) -> np.ndarray:
@@ -162,8 +224,13 @@ def ade20k_palette() -> np.ndarray:
 
 
 def colorize_labels(labels: np.ndarray) -> np.ndarray:
-    """rgb8 view of a label image with the ADE20K palette."""
-    return ade20k_palette()[labels]
+    """rgb8 view of a label image with the ADE20K palette (one ``cv2.LUT`` pass)."""
+    return cv2.LUT(cv2.cvtColor(labels, cv2.COLOR_GRAY2RGB), _palette_lut())
+
+
+@lru_cache(maxsize=1)
+def _palette_lut() -> np.ndarray:
+    return np.ascontiguousarray(ade20k_palette().reshape(1, 256, 3))
 
 
 def overlay(rgb: np.ndarray, colours: np.ndarray, alpha: float = 0.5) -> np.ndarray:

@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-points-rgb", action="store_true", help="points without colour")
     p.add_argument("--fallback-hfov", type=float, default=_default("fallback_hfov_deg"),
                    help="horizontal FOV (deg) of the pinhole guess used without CameraInfo")
+    p.add_argument("--host-threads", type=int, default=_default("host_threads"),
+                   help="threads for the host work around inference; 0 = auto (the cores, "
+                   "at most 4)")
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
     bag.add_argument("--input-rectified", action="store_true",

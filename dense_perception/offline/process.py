@@ -115,7 +115,9 @@ class ModelSession:
             points_min_confidence=args.points_min_confidence,
             points_stride=args.points_stride, points_organized=args.points_organized,
             fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source,
-            input_rectified=args.input_rectified)
+            input_rectified=args.input_rectified,
+            # One thread for a worker that may use one CPU (see overlap).
+            host_threads=getattr(args, "host_threads", 0) if overlap else 1)
         problem = self.config.problem()
         if problem:
             raise CliError(problem)

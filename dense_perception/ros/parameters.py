@@ -74,7 +74,7 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         points_stride=values["points_stride"], points_organized=values["points_organized"],
         fallback_hfov_deg=values["fallback_hfov_deg"],
         depth_scale_source=values["depth_scale_source"],
-        input_rectified=values["input_rectified"])
+        input_rectified=values["input_rectified"], host_threads=values["host_threads"])
 
 
 def scale_config(values: dict[str, Any]) -> ScaleConfig:

@@ -155,6 +155,8 @@ class Perception:
         self.outputs.close()
         self._node.destroy_timer(self._diag_timer)
         self._node.destroy_publisher(self._diag_pub)
+        if self.pipeline is not None:
+            self.pipeline.host_threads.close()
         self.pipeline = None
 
     def on_graph_change(self) -> None:
@@ -170,7 +172,7 @@ class Perception:
             self.values = {**self.values, **changes}
             old = self.pipeline
             self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(self.values),
-                                          old.timer)
+                                          old.timer, old.host_threads)
         self._node.get_logger().info("parameters changed: " + ", ".join(
             f"{k}={v}" for k, v in changes.items()))
 

@@ -1,0 +1,128 @@
+"""The fast host path (issue: host path at GPU speed) against formulas written out here.
+
+Each rewrite either gives the same values as the plain numpy formula (argmax, the softmax
+maximum, the normalisation table, the normals, the labels' colours, the packed cloud colour) or
+differs within a stated tolerance (the depth view: an index one off where float32 rounding
+meets an integer; the normals view: one level at exact halves).
+"""
+
+import cv2
+import numpy as np
+import pytest
+
+from dense_perception.core import postprocess as post
+from dense_perception.core.host_threads import HostThreads, resolve_host_threads
+from dense_perception.core.pointcloud import pack_rgb
+
+
+def _softmax_max(logits: np.ndarray) -> np.ndarray:
+    x = logits[0].astype(np.float64)
+    e = np.exp(x - x.max(axis=0))
+    return (1.0 / e.sum(axis=0)).astype(np.float32)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("spread", [1.0, 3000.0])  # real logits, and the test model's (far apart)
+def test_banded_labels_and_probability_equal_numpy(threads, spread):
+    rng = np.random.default_rng(threads)
+    logits = (rng.normal(size=(1, 150, 70, 64)) * spread).astype(np.float32)
+    logits[0, 9, 5, 5] = logits[0, 4, 5, 5] = 1e6  # a tie goes to the lower id
+    pool = HostThreads(threads)
+    try:
+        labels, prob, ms = post.labels_and_probability(logits, True, pool)
+        labels_only, none, zero = post.labels_and_probability(logits, False, pool)
+    finally:
+        pool.close()
+    np.testing.assert_array_equal(labels, logits[0].argmax(axis=0))
+    np.testing.assert_array_equal(labels_only, labels)
+    assert labels[5, 5] == 4
+    np.testing.assert_allclose(prob, _softmax_max(logits), rtol=2e-6, atol=1e-7)
+    assert none is None and zero == 0.0 and ms > 0.0
+
+
+def test_bad_logits_give_nan_probability_in_every_band():
+    logits = np.zeros((1, 5, 64, 8), np.float32)
+    logits[0, 2, 3, 3] = np.nan      # band one
+    logits[0, 1, 60, 1] = np.inf     # band four
+    pool = HostThreads(4)
+    try:
+        _, prob, _ = post.labels_and_probability(logits, True, pool)
+    finally:
+        pool.close()
+    bad = np.zeros(prob.shape, bool)
+    bad[3, 3] = bad[60, 1] = True
+    assert np.isnan(prob[bad]).all()
+    np.testing.assert_allclose(prob[~bad], 0.2, rtol=1e-6)
+
+
+def test_bands_cover_every_row_once():
+    pool = HostThreads(3)
+    try:
+        for height in (1, 15, 16, 47, 256):
+            bands = pool.bands(height)
+            rows = [y for y0, y1 in bands for y in range(y0, y1)]
+            assert rows == list(range(height)) and len(bands) <= 3
+    finally:
+        pool.close()
+    assert resolve_host_threads(2) == 2 and 1 <= resolve_host_threads(0) <= 4
+    with pytest.raises(ValueError, match="host_threads"):
+        resolve_host_threads(-1)
+
+
+def test_an_error_in_a_band_reaches_the_caller():
+    pool = HostThreads(2)
+
+    def boom() -> None:
+        raise RuntimeError("band failed")
+    try:
+        with pytest.raises(RuntimeError, match="band failed"):
+            pool.run([boom, lambda: 1])
+        assert pool.run([lambda: 1, lambda: 2]) == [1, 2]  # still usable
+    finally:
+        pool.close()
+
+
+def test_depth_view_matches_the_float64_formula_within_one_index():
+    rng = np.random.default_rng(3)
+    depth = (0.5 + rng.random((504, 896)) * 9.5).astype(np.float32)
+    depth[:7] = np.nan
+    depth[10, :3] = [0.01, 500.0, np.inf]
+    view = post.colorize_depth(depth)
+    valid = np.isfinite(depth)
+    sample = depth[::2, ::2]
+    lo, hi = np.percentile(sample[np.isfinite(sample)], (2, 98))
+    index = (np.clip((hi - np.where(valid, depth, hi)) / (hi - lo), 0, 1) * 255).astype(int)
+    turbo = cv2.applyColorMap(np.arange(256, dtype=np.uint8)[None], cv2.COLORMAP_TURBO)[0]
+    exact = (view == turbo[index]).all(axis=2)
+    near = exact | (view == turbo[np.clip(index - 1, 0, 255)]).all(axis=2) \
+        | (view == turbo[np.clip(index + 1, 0, 255)]).all(axis=2)
+    assert (view[~valid] == 0).all()
+    assert near[valid].all() and exact[valid].mean() > 0.9999
+
+
+def test_normals_and_their_view_match_the_formulas():
+    rng = np.random.default_rng(4)
+    raw = rng.normal(size=(1, 3, 96, 80)).astype(np.float32)
+    raw[0, :, 0, 0] = 0.0
+    normals = post.normals_from_output(raw)
+    vectors = raw[0].transpose(1, 2, 0).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # the zero vector
+        unit = vectors / np.linalg.norm(vectors, axis=2, keepdims=True)
+    np.testing.assert_allclose(normals[1:], unit[1:], atol=3e-7)
+    assert np.isnan(normals[0, 0]).all() and normals.flags.c_contiguous
+    view = post.colorize_normals(normals)
+    formula = np.floor(np.nan_to_num((normals.astype(np.float64) + 1.0) * 127.5, nan=0.0) + 0.5)
+    assert np.abs(view.astype(int) - formula).max() <= 1
+    assert (view[0, 0] == 0).all()
+
+
+def test_label_colours_and_packed_cloud_colour_match_the_formulas():
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 256, (40, 60), dtype=np.uint8)
+    np.testing.assert_array_equal(post.colorize_labels(labels), post.ade20k_palette()[labels])
+    rgb = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    wide = rgb.astype(np.uint32)
+    packed = (wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]
+    np.testing.assert_array_equal(pack_rgb(rgb).view(np.uint32), packed)
+    np.testing.assert_array_equal(pack_rgb(rgb[::3, ::2]).view(np.uint32), packed[::3, ::2])
