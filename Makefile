@@ -29,7 +29,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
+.PHONY: bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
 
 setup: $(VENV)/.ready
 
@@ -168,7 +168,12 @@ bench: torch-env
 	$(VENV_TORCH)/bin/python -m tools.bench_models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m tools.bench --models $(BENCH_MODELS)
-	$(MAKE) --no-print-directory bench-menu bench-pi
+	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
+
+# The host path through the node over DDS (the test models, 1280x720 bgr8 at 5 Hz, every
+# output subscribed and depth only): the node's stage means, host ms and host ceiling.
+bench-host: setup
+	$(PY) -m tools.bench_host
 
 # The DA3 export menu for CPUs: DA3's own 504 (fp32/fp16/int8 weights, random weights) next to
 # the published file's 896 graph, with the official PyTorch outputs at each size; bench-pi

@@ -47,12 +47,14 @@ def test_bad_logits_give_nan_probability_in_every_band():
     logits[0, 1, 60, 1] = np.inf     # band four
     pool = HostThreads(4)
     try:
-        _, prob, _ = post.labels_and_probability(logits, True, pool)
+        labels, prob, _ = post.labels_and_probability(logits, True, pool)
     finally:
         pool.close()
     bad = np.zeros(prob.shape, bool)
     bad[3, 3] = bad[60, 1] = True
     assert np.isnan(prob[bad]).all()
+    assert labels[3, 3] == post.INVALID_LABEL and labels[60, 1] == 1  # NaN: no class; +inf wins
+    assert (labels[~bad] == 0).all()  # all equal: the lowest id
     np.testing.assert_allclose(prob[~bad], 0.2, rtol=1e-6)
 
 

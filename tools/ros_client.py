@@ -37,8 +37,10 @@ class ScenePlayer:
 
     def __init__(self, client: Node, *, fps: float = 30.0, size: tuple[int, int] = (1280, 720),
                  frame: np.ndarray | None = None, info: CameraInfo | None = None,
-                 reliable: bool = False, on_sent: Callable[[Header], None] | None = None) -> None:
+                 reliable: bool = False, on_sent: Callable[[Header], None] | None = None,
+                 encoding: str = "rgb8") -> None:
         self.client = client
+        self._encoding = encoding  # of the played frames: rgb8 or bgr8 (channels swapped here)
         qos = camera_qos(reliable)
         self.image_pub = client.create_publisher(Image, "image", qos)
         self.compressed_pub = client.create_publisher(CompressedImage, "image/compressed", qos)
@@ -92,8 +94,10 @@ class ScenePlayer:
     def _play(self) -> None:
         width, height = self._size
         # One message, re-stamped: the player spends no CPU on copying frames.
-        frame = array_to_image(make_sample_scene(width, height) if self._frame is None
-                               else self._frame, "rgb8", Header())
+        rgb = make_sample_scene(width, height) if self._frame is None else self._frame
+        if self._encoding == "bgr8":
+            rgb = np.ascontiguousarray(rgb[:, :, ::-1])
+        frame = array_to_image(rgb, self._encoding, Header())
         info = self._info or intrinsics_to_camera_info(scene_intrinsics(width, height), Header())
         next_t = time.monotonic()
         while not self._stop.is_set():

@@ -77,6 +77,16 @@ class Products:
         """True when ``depth`` (and ``points``) are metres."""
         return self.scale is not None and self.scale.metric
 
+    def computed(self) -> tuple[str, ...]:
+        """The image and cloud products this frame computed (what it cost, not what was
+        published: depth may be computed for the cloud alone)."""
+        return tuple(name for name in COMPUTED_PRODUCTS if getattr(self, name) is not None)
+
+
+# The per-frame arrays a frame can compute, each only when a request asks for it.
+COMPUTED_PRODUCTS = ("depth", "depth_colored", "depth_confidence", "normals", "normals_colored",
+                     "labels", "labels_colored", "labels_confidence", "points")
+
 
 @dataclass
 class RawFrame:

@@ -176,9 +176,14 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
     """uint8 labels and, if ``probability``, the top class's softmax probability (H x W
     float32) of a [1,C,H,W] output, and the milliseconds the probability added.
 
-    :func:`labels_and_max` then :func:`top_class_probability` over the same band of rows, one
-    band per host thread (the class planes are contiguous, so each band of each plane is one
-    contiguous block). The milliseconds are the longest band's time in the probability step.
+    Without the probability, :func:`labels_and_max`. With it, one pass over the class planes
+    after their max: each plane gives its pixels' label (lowest class id among equal maxima,
+    as argmax) and its term of the softmax sum while it is in cache, so the logits are read
+    twice instead of three times. A pixel with a NaN logit gets label
+    :data:`INVALID_LABEL` and probability NaN. One band of rows per host thread (the class
+    planes are contiguous, so each band of each plane is one contiguous block); the
+    milliseconds are the longest band's time in the fused pass (labels and probability
+    together: they cannot be timed apart).
     """
     planes = logits[0]
     height = planes.shape[1]
@@ -186,18 +191,39 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
     prob = np.empty(planes.shape[1:], np.float32) if probability else None
 
     def band(y0: int, y1: int) -> float:
-        part = planes[None, :, y0:y1]
-        labels[y0:y1], top = labels_and_max(part)
+        part = planes[:, y0:y1]
         if prob is None:
+            labels[y0:y1] = labels_and_max(part[None])[0]
             return 0.0
         start = time.perf_counter()
-        prob[y0:y1] = top_class_probability(part, top)
+        labels[y0:y1], prob[y0:y1] = _labels_and_probability(part)
         return (time.perf_counter() - start) * 1000.0
 
     bands = threads.bands(height) if threads is not None else [(0, height)]
     jobs = [lambda y0=y0, y1=y1: band(y0, y1) for y0, y1 in bands]
-    prob_ms = threads.run(jobs) if threads is not None else [job() for job in jobs]
-    return labels, prob, max(prob_ms)
+    band_ms = threads.run(jobs) if threads is not None else [job() for job in jobs]
+    return labels, prob, max(band_ms)
+
+
+def _labels_and_probability(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, top-class probability) of C x h x w logits: see :func:`labels_and_probability`."""
+    # numpy's max propagates NaN (OpenCV's reduce may not, depending on its vector code).
+    top = planes.max(axis=0)
+    labels = np.full(top.shape, INVALID_LABEL, np.uint8)
+    equal = np.empty(top.shape, np.uint8)
+    class_id = np.empty(top.shape, np.uint8)
+    total = np.zeros(top.shape, np.float32)
+    term = np.empty(top.shape, np.float32)
+    for k in range(planes.shape[0] - 1, -1, -1):  # downwards: the lowest id is written last
+        plane = planes[k]
+        cv2.compare(plane, top, cv2.CMP_EQ, dst=equal)  # NaN equals nothing: stays invalid
+        class_id.fill(k)
+        cv2.copyTo(class_id, equal, dst=labels)
+        cv2.subtract(plane, top, dst=term)  # inf - inf: NaN, and that pixel's sum is NaN
+        np.maximum(term, _EXP_FLOOR, out=term)  # NaN stays NaN (cv2.max may drop it)
+        cv2.exp(term, dst=term)
+        cv2.add(total, term, dst=total)
+    return labels, np.reciprocal(total, out=total)
 
 
 def confidence_to_mono8(probability: np.ndarray) -> np.ndarray:

@@ -18,6 +18,19 @@ STALL_WARN_PERIODS, STALL_ERROR_PERIODS, STALL_MIN_PERIOD_S = 5, 20, 0.2
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
 # Parts of a stage above (of postprocess, of extract): shown, not added to the frame time.
 SUB_STAGES = ("scale", "labels_confidence")
+HOST_STAGES = tuple(s for s in STAGES if s != "inference")  # the work around the model
+
+
+def host_values(stages: dict[str, StageStats], threads: int,
+                computed: tuple[str, ...]) -> dict[str, str]:
+    """Diagnostics values on the host work: its ms per frame (every stage but inference),
+    the host ceiling (1000 / that: the fastest model rate the host path allows), its threads,
+    and what the last frame computed."""
+    host_ms = sum(stages[s].mean_ms for s in HOST_STAGES if s in stages)
+    return {"host (ms)": f"{host_ms:.2f}" if host_ms else "-",
+            "host ceiling (Hz)": f"{1000.0 / host_ms:.1f}" if host_ms else "-",
+            "host threads": str(threads),
+            "products computed": ", ".join(computed) or "-"}
 
 
 @dataclass
@@ -37,6 +50,7 @@ class FrameStats:
     camera_model: str = "-"  # which camera case the last frame was (raw / rectified, model)
     input_size: tuple[int, int] | None = None
     frame_id: str = ""  # the camera frame of the last image: the diagnostics' hardware_id
+    computed: tuple[str, ...] = ()  # the products the last frame computed (lazy: listened ones)
     waiting_since: float | None = None  # monotonic s: first frame received since the last output
     last_arrival: float | None = None  # monotonic s: the last frame received while active
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -131,7 +145,8 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
                       input_qos: str = "-",
                       depth_scale: tuple[dict[str, str], str] = ({}, ""),
                       backend_details: dict[str, str] | None = None,
-                      expected_frame_ms: float | None = None) -> DiagnosticArray:
+                      expected_frame_ms: float | None = None,
+                      host_threads: int = 1) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
     nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
     node by. ``state``, when given, is the lifecycle state and leads the message.
@@ -139,6 +154,8 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
     ``depth_scale``: the depth's unit and scale (values) and a warning while there is none;
     ``backend_details`` (e.g. the GPU adapter) follow the backend's keys;
     ``expected_frame_ms`` (the warm-up) stands for the frame time before one is measured.
+    The host figures are the frame's stages but inference (:data:`HOST_STAGES`) and the model
+    rate they allow (the host ceiling), computed with ``host_threads`` threads.
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     now = time.monotonic()
@@ -169,6 +186,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "no output for (s)": f"{stats.stalled_s(now):.1f}",
         "last error": stats.last_error or "-",
         **depth_scale[0],
+        **host_values(stages, host_threads, stats.computed),
     }
     for stage in STAGES + SUB_STAGES:
         s = stages.get(stage)

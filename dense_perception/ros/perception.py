@@ -236,6 +236,7 @@ class Perception:
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
         reference = self._reference_for(stamp, item.values) if self.scaler is not None else None
         products = item.pipeline.finish(item.raw, None, self.scaler, stamp, reference)
+        self.stats.computed = products.computed()
         if products.scale is not None and products.scale.reason and self.scaler is not None:
             self._warn_once_per("scale", f"no depth scale from this frame: "
                                          f"{products.scale.reason}", period=10.0)
@@ -295,7 +296,8 @@ class Perception:
             backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
             input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values),
             backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
-            expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None)))
+            expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None),
+            host_threads=pipeline.host_threads.threads))
 
     def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
