@@ -147,9 +147,10 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     """H x W float32: the softmax probability of the top class of a [1,C,H,W] logits output.
 
     softmax_max = exp(l_max) / sum_k exp(l_k) = 1 / sum_k exp(l_k - l_max): every term is
-    at most 1, so nothing overflows. ``top`` is the max over classes from
-    :func:`labels_and_max` (computed here when not given), so with the argmax it costs one
-    more pass over the planes. A pixel with a NaN or +inf logit gets NaN (unknown).
+    at most 1, so nothing overflows. ``top`` is numpy's max over the classes (computed here
+    when not given; NaN wherever a logit is NaN, which :func:`labels_and_max`'s max is not).
+    A pixel with a NaN or +inf logit gets NaN (unknown). The node and ``process`` use
+    :func:`labels_and_probability`, which makes the labels in the same pass.
 
     Used for ``segmentation/confidence`` (as mono8: :func:`confidence_to_mono8`) and for
     TIPSv2's ``points_min_confidence`` filter (points whose top-class probability is under it).
@@ -163,11 +164,11 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     # exp is about a quarter faster than numpy's here. The floor keeps exp out of subnormals
     # (the TIPSv2 test model's logits lie thousands apart: 90 ms without it, 6 ms with it).
     for plane in planes:
-        cv2.subtract(plane, top, dst=term)  # inf - inf: NaN, and that pixel's sum is NaN
-        np.maximum(term, _EXP_FLOOR, out=term)  # NaN stays NaN (cv2.max may drop it)
+        cv2.subtract(plane, top, dst=term)
+        cv2.max(term, _EXP_FLOOR, dst=term)
         cv2.exp(term, dst=term)
         cv2.add(total, term, dst=total)
-    return np.reciprocal(total, out=total)
+    return _probability(total, top)
 
 
 def labels_and_probability(logits: np.ndarray, probability: bool,
@@ -219,11 +220,20 @@ def _labels_and_probability(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         cv2.compare(plane, top, cv2.CMP_EQ, dst=equal)  # NaN equals nothing: stays invalid
         class_id.fill(k)
         cv2.copyTo(class_id, equal, dst=labels)
-        cv2.subtract(plane, top, dst=term)  # inf - inf: NaN, and that pixel's sum is NaN
-        np.maximum(term, _EXP_FLOOR, out=term)  # NaN stays NaN (cv2.max may drop it)
+        cv2.subtract(plane, top, dst=term)
+        cv2.max(term, _EXP_FLOOR, dst=term)
         cv2.exp(term, dst=term)
         cv2.add(total, term, dst=total)
-    return labels, np.reciprocal(total, out=total)
+    return labels, _probability(total, top)
+
+
+def _probability(total: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """1 / the softmax sum, NaN where the top logit is NaN or infinite (one NaN logit makes
+    numpy's max NaN): OpenCV's max may turn such a pixel's NaN terms into the floor, so the
+    pixel is marked here once instead of being carried through every plane."""
+    prob = np.reciprocal(total, out=total)
+    prob[~np.isfinite(top)] = np.nan
+    return prob
 
 
 def confidence_to_mono8(probability: np.ndarray) -> np.ndarray:
