@@ -80,7 +80,8 @@ def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: flo
                size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
                env: dict[str, str] | None = None, start_timeout: float = 300.0,
                subscribe_all: bool = False, bare: Callable[[], float] | None = None,
-               rounds: int = 3, log=print, encoding: str = "rgb8") -> StreamResult:
+               rounds: int = 3, log=print, encoding: str = "rgb8",
+               reliable: bool = False) -> StreamResult:
     """Start the node (``NodeProcess(ros_args, script=script)``), play ``seconds`` of frames at
     ``fps`` after its first output, stop it.
 
@@ -141,7 +142,8 @@ def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: flo
     watch_outputs()
     spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
-    player = ScenePlayer(client, fps=fps, size=size, encoding=encoding).start()
+    player = ScenePlayer(client, fps=fps, size=size, encoding=encoding,
+                         reliable=reliable).start()
     try:
         deadline = started + start_timeout
         while not first_output.wait(0.5):

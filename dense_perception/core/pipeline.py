@@ -346,28 +346,19 @@ class DensePipeline:
             products.camera_note = raw.camera.note()
         products.intrinsics = plan.published_intrinsics(camera_k, res)
 
+        jobs = []  # the depth view and the cloud: independent, side by side on host threads
         if products.depth is not None:
             with self.timer.stage("scale"):
                 products.scale = self._scale(products, scaler, stamp, reference)
             if request.depth_colored:
-                products.depth_colored = post.colorize_depth(products.depth)
+                def colour_depth(depth: np.ndarray = products.depth) -> None:
+                    products.depth_colored = post.colorize_depth(depth)
+                jobs.append(colour_depth)
         if request.points and products.depth is not None and not products.depth_metric:
             products.withheld = f"points withheld: depth is {products.scale.units()}"
         elif request.points and products.depth is not None:
-            rgb = None
-            if request.points_rgb:
-                if res == "input":
-                    full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified \
-                        else frame
-                    source = to_rgb8(full, raw.fmt)
-                else:
-                    source = to_rgb8(raw.fitted, raw.fmt)
-                rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
-            products.points = depth_to_points(
-                products.depth, products.intrinsics, stride=self.config.points_stride,
-                max_depth=self.config.max_depth or float("inf"), rgb=rgb,
-                organized=self.config.points_organized,
-                keep=self._confident(raw, products, unseen))
+            jobs.append(lambda: self._points(raw, products, unseen))
+        self.host_threads.run(jobs)
         if withholds_depth(products.scale):
             # Not metres yet, but it will be once a scale is found: withheld, so that no topic or
             # file set ever holds two units (the colour view above has no unit and stays).
@@ -375,6 +366,23 @@ class DensePipeline:
             products.withheld = f"depth and points withheld: {products.scale.units()}"
         return products
 
+
+    def _points(self, raw: RawFrame, products: Products, unseen: np.ndarray | None) -> None:
+        """The cloud of the (metric) depth, coloured from the frame when asked."""
+        res, plan, frame = self.config.output_resolution, raw.plan, raw.frame
+        rgb = None
+        if raw.request.points_rgb:
+            if res == "input":
+                full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified else frame
+                source = to_rgb8(full, raw.fmt)
+            else:
+                source = to_rgb8(raw.fitted, raw.fmt)
+            rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
+        products.points = depth_to_points(
+            products.depth, products.intrinsics, stride=self.config.points_stride,
+            max_depth=self.config.max_depth or float("inf"), rgb=rgb,
+            organized=self.config.points_organized,
+            keep=self._confident(raw, products, unseen))
 
     def _unfit_confidence(self, confidence: np.ndarray, plan: FitPlan,
                           unseen: np.ndarray | None) -> np.ndarray:

@@ -18,6 +18,7 @@ import sys
 from typing import Any, Callable
 
 from .. import __version__
+from ..core.allocator import keep_freed_memory
 from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from ..core.models import MODEL_TYPES, ModelSignatureError
 from ..core.npu_runner import NPU_VENDORS, OPENVINO_DEVICES
@@ -163,6 +164,7 @@ def main(argv: list[str] | None = None, *,
     args = build_parser().parse_args(argv)
     try:
         if args.command == "process":
+            keep_freed_memory()  # each frame's arrays reuse the last frame's (core/allocator.py)
             return cmd_process(args, after_frame=after_frame, watch=fleet_watch)
         return args.func(args)
     except (CliError, ModelLoadError, ModelSignatureError, ScaleOptionError) as exc:
