@@ -92,3 +92,52 @@ def test_tests_share_helpers_through_helper_modules_not_other_tests():
                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             offenders += [f"{path.name}: {m}" for m in mods if m.split(".")[0].startswith("test_")]
     assert offenders == []
+
+
+def _package_imports(path: Path, module: str) -> set[str]:
+    """The dense_perception modules ``path`` (module ``module``) imports, at any level
+    (function-level imports too): ``from .x import y`` counts as ``x.y`` when that is a
+    module, else ``x``."""
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        found.update(n for n in names if n.startswith("dense_perception"))
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    root = REPO / "dense_perception"
+    files = {".".join(p.relative_to(REPO).with_suffix("").parts): p
+             for p in root.rglob("*.py")}
+    modules = {m.removesuffix(".__init__"): p for m, p in files.items()}
+    graph = {}
+    for module, path in modules.items():
+        targets = {t for t in _package_imports(path, module) if t in modules}
+        # 'from .x import name' lists both x and x.name: keep the most specific module
+        graph[module] = {t for t in targets
+                         if not any(o.startswith(t + ".") for o in targets)} - {module}
+    # a package's __init__ is not a cycle participant of its own submodules
+    return {m: {t for t in ts if not m.startswith(t + ".")} for m, ts in graph.items()}
+
+
+def test_the_package_import_graph_has_no_cycles():
+    """Imports go one way (issue #23): every module's imports, function-level ones included,
+    form a graph without a cycle, so no module needs another that needs it back."""
+    import graphlib
+    graph = _import_graph()
+    assert "dense_perception.core.runner_base" in graph["dense_perception.core.cpu_precision"]
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")

@@ -336,7 +336,7 @@ def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,
     raises ModelLoadError for 'gpu'. The adapter and whether the graph is fully accelerated are
     logged either way.
     """
-    from .runner import ModelLoadError, litert_version
+    from .runner_base import ModelLoadError, litert_version
 
     global _software_adapter
     if backend == "auto" and _software_adapter is not None:  # this machine's, seen already

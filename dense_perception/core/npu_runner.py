@@ -84,7 +84,7 @@ def _litert_dir() -> Path:
 
 
 def _litert_version() -> str:
-    from .runner import litert_version
+    from .runner_base import litert_version
     return litert_version()
 
 
@@ -213,7 +213,7 @@ def _openvino_model(model_path: str, runtime: OpenVinoRuntime, device: str):
     from ai_edge_litert.environment import Environment, EnvironmentOptions
     from ai_edge_litert.intel_openvino_options import (IntelOpenVinoGraphBackend,
                                                        IntelOpenVinoOptions)
-    from .runner import CompiledModelRunner
+    from .runner_base import CompiledModelRunner
 
     env = Environment.create(options=EnvironmentOptions(
         runtime_path=str(_litert_dir()),
@@ -287,7 +287,7 @@ def _open_qualcomm(model_path: str, library_dir: str, log: Log):
     from ai_edge_litert import compiled_model as cm
     from ai_edge_litert.environment import Environment, EnvironmentOptions
     from ai_edge_litert.qualcomm_options import QualcommBackend, QualcommOptions
-    from .runner import CompiledModelRunner
+    from .runner_base import CompiledModelRunner
 
     folder = Path(library_dir).expanduser() if library_dir else None
     if folder is None or not list(folder.glob("libLiteRtDispatch_Qualcomm*.so")):
@@ -329,7 +329,7 @@ def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
     ``compile_note`` and ``from_cache``). ``device`` is OpenVINO's; ``cache_dir`` as
     :func:`resolve_cache_dir`; ``library_dir``: the vendor's libraries (Qualcomm).
     ModelLoadError, one line, when it cannot start."""
-    from .runner import ModelLoadError, litert_version
+    from .runner_base import ModelLoadError, litert_version
 
     try:
         if litert_version().startswith("1."):
@@ -357,7 +357,7 @@ def open_npu_process_runner(model_path: str, options: dict[str, Any], log: Log, 
     their defaults). ModelLoadError, one line, when it cannot start."""
     from .gpu_runner import (DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, GpuProcessRunner,
                              GpuUnavailableError)
-    from .runner import ModelLoadError
+    from .runner_base import ModelLoadError
 
     try:
         runner = GpuProcessRunner(

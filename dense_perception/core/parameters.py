@@ -13,7 +13,7 @@ from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from .metric_scale import SCALE_SOURCES
 from .models import MODEL_TYPES
 from .cpu_precision import CPU_PRECISIONS
-from .runner import BACKENDS, GPU_PRECISIONS
+from .runner_base import BACKENDS, GPU_PRECISIONS
 from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
 from .npu_runner import NPU_VENDORS, OPENVINO_DEVICES
 

@@ -25,7 +25,8 @@ from ..core.parameters import PARAMS_BY_NAME
 from ..core.runner import BACKENDS, ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
-from .process import COPY_MODES, cmd_process
+from .fleet import is_fleet, run_fleet
+from .process import COPY_MODES, process_one
 from .scale_options import ScaleOptionError, add_scale_arguments
 
 
@@ -153,6 +154,25 @@ def build_parser() -> argparse.ArgumentParser:
     from ..export.export_da3 import add_export_da3_parser  # torch is imported only when it runs
     add_export_da3_parser(sub)
     return parser
+
+
+def cmd_process(args: argparse.Namespace,
+                after_frame: Callable[[int], None] | None = None,
+                watch: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """``process``: one input (``process.process_one``), or many (``fleet.run_fleet``) when
+    given several, a glob, a list or a Ray option. The choice is made here, so ``fleet``
+    uses ``process`` and ``process`` never imports ``fleet``."""
+    from .bagio import BagError
+    from .fileio import InputError
+    try:
+        fleet = is_fleet(args)
+        if not args.input and args.inputs_from is None:
+            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
+        if fleet:
+            return run_fleet(args, watch)
+    except (BagError, InputError) as exc:
+        raise CliError(str(exc)) from None
+    return process_one(args, after_frame=after_frame)
 
 
 def main(argv: list[str] | None = None, *,

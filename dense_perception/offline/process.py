@@ -6,7 +6,7 @@ give a folder of files (see ``fileio``); a bag gives a new bag with the input to
 node's output topics (see ``bagio``). The frames go through ``loop.run_frames``.
 
 A :class:`ModelSession` holds the model and options; :func:`process_input` runs it over one
-input. One input: ``cmd_process`` does both. Many inputs (``fleet``): one session per worker,
+input. One input: ``process_one`` does both. Many inputs (``fleet``): one session per worker,
 loaded once, and ``process_input`` per input, in this process or in a Ray actor.
 """
 
@@ -72,19 +72,12 @@ def default_out(path: Path) -> Path:
     return path.resolve().parent / f"{name}_dense"
 
 
-def cmd_process(args: argparse.Namespace,
-                after_frame: Callable[[int], None] | None = None,
-                watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """One input (as always), or many (see ``fleet``) when given several, a glob or a list."""
+def process_one(args: argparse.Namespace,
+                after_frame: Callable[[int], None] | None = None) -> int:
+    """One input: ``args.input[0]`` into ``--out`` (the CLI sends many inputs to ``fleet``)."""
     from .bagio import BagError
     from .fileio import InputError
-    from .fleet import is_fleet, run_fleet
     try:
-        fleet = is_fleet(args)
-        if not args.input and args.inputs_from is None:
-            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
-        if fleet:
-            return run_fleet(args, watch)
         in_path = Path(args.input[0])
         session = ModelSession(args, scale_check_kind=lambda: input_kind(in_path))
         out_path = Path(args.out) if args.out else default_out(in_path)
