@@ -211,7 +211,8 @@ def test_tipsv2_drops_points_whose_top_class_probability_is_under_it():
     frame[..., 0], frame[..., 1] = 120, 60
     frame[:, 224:, 2] = 83
     tips = load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(points_min_confidence=0.6, points_organized=True))
+                         config=PipelineConfig(points_min_confidence=0.6, points_organized=True,
+                                               points_stride=1))
     points = tips.process(frame, "rgb8", request=request_for(["points"])).points
     dropped = ~np.isfinite(points["z"])
     assert not dropped[:, :216].any() and dropped[:, 232:].all()

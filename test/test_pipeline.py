@@ -142,7 +142,7 @@ def test_depth_scale_is_stable_across_frames(tips):
 
 
 def test_points_match_reference_back_projection(tips):
-    pipeline = reconfigure(tips, max_depth=3.0)
+    pipeline = reconfigure(tips, max_depth=3.0, points_stride=1)  # every pixel
     frame = np.rint(gradient_frame(640, 480)).astype(np.uint8)
     k = Intrinsics(fx=500.0, fy=505.0, cx=321.0, cy=238.0, width=640, height=480)
     products = pipeline.process(frame, "rgb8", camera=k,

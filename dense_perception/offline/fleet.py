@@ -54,10 +54,11 @@ CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "
 OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_format",
                   "relative_depth_scale", "max_depth", "points_min_confidence",
                   "points_stride", "points_organized",
-                  "no_points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
+                  "points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
                   "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
                   "reference_depth_topic", "depth_scale_time_constant", "depth_scale_max_age",
-                  "ground_max_tilt", "reference_depth_slop", "input_rectified")
+                  "ground_max_tilt", "reference_depth_slop", "input_rectified",
+                  "depth_scale_min_inliers")
 _GLOB = re.compile(r"[*?[]")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and
