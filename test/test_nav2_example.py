@@ -1,4 +1,4 @@
-"""doc/nav2.md's example against the node: every topic its YAML names is one the node (or the
+"""docs/nav2.md's example against the node: every topic its YAML names is one the node (or the
 relay it gives) publishes, its QoS table is the node's real QoS over DDS, and what the semantic
 layer relies on holds (one stamp for labels, confidence and points; one point per label pixel,
 in pixel order). Nav2 itself is not on pip: its side is not run."""
@@ -20,7 +20,7 @@ from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS
 yaml = pytest.importorskip("yaml")
 
 pytestmark = pytest.mark.timeout(60)
-DOC = (REPO / "doc" / "nav2.md").read_text()
+DOC = (REPO / "docs" / "nav2.md").read_text()
 
 
 def code_blocks(language):
