@@ -17,11 +17,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from model_truth import DA3_BIAS, DA3_WEIGHTS, MEAN, STD
+
 # Depth = bias + w . (r, g, b) with colours in [0, 1] (models/README.md).
 TIPS_DEPTH = ((2.0, 1.0, 0.5), 0.5)
-_MEAN, _STD, _W = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), (0.5, 0.25, 0.125)
-DA3_DEPTH = (tuple(w / s for w, s in zip(_W, _STD)),
-             3.0 - sum(w * m / s for w, m, s in zip(_W, _MEAN, _STD)))
+# DA3: the same law (model_truth) as weights on colours in [0, 1] and a bias.
+DA3_DEPTH = (tuple(float(w / s) for w, s in zip(DA3_WEIGHTS, STD)),
+             float(DA3_BIAS - np.sum(DA3_WEIGHTS * MEAN / STD)))
 
 
 # ---- the scene -------------------------------------------------------------------------------
