@@ -7,8 +7,8 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, TIPS_TEST_MODEL
-from model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits_of
+from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, TIPS_TEST_MODEL
+from support.model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits_of
 
 from dense_perception.core.models import CONFIDENCE_KIND, detect_model_spec
 from dense_perception.core.parameters import PARAMS_BY_NAME

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 from dense_perception.core.products import OUTPUTS
 from dense_perception.core.parameters import PARAMS
 from tools.gen_docs import render

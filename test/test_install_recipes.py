@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, TIPS_TEST_MODEL
+from support.common import REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
-from bag_maker import COLOURS, read_bag, tips_depth, write_bag  # noqa: E402
-from conftest import copy_ignore  # noqa: E402
+from support.bag_maker import COLOURS, read_bag, tips_depth, write_bag  # noqa: E402
+from support.common import copy_ignore  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
 

@@ -2,13 +2,14 @@
 torch is imported only inside export/, and tools/ and test/ are not installed with the package."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 
 PACKAGE = REPO / "dense_perception"
 ROS_MODULES = ("rclpy", "sensor_msgs", "std_msgs", "diagnostic_msgs", "builtin_interfaces",
@@ -141,3 +142,18 @@ def test_the_package_import_graph_has_no_cycles():
         list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_tests_import_shared_helpers_from_the_support_package():
+    """No test imports conftest as a module or edits sys.path: shared code is in test/support/
+    (issue #23)."""
+    offenders = []
+    for path in [*(REPO / "test").glob("*.py"), *(REPO / "test" / "support").glob("*.py")]:
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            offenders += [f"{path.name}: {m}" for m in mods if m == "conftest"]
+        if re.search(r"^\s*sys\.path\.(insert|append)\(", text, re.M):
+            offenders.append(f"{path.name}: edits sys.path")
+    assert offenders == []

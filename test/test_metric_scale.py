@@ -196,7 +196,7 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     """Through the real pipeline and the DA3 test model: relative depth (none) gives no points;
     ground_plane without a floor withholds depth and points but keeps the colour view; with a
     floor, depth and points are metres."""
-    from conftest import DA3_TEST_MODEL
+    from support.common import DA3_TEST_MODEL
     from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
     from tools.metric_scene import paint
     request = Request(depth=True, depth_colored=True, points=True)

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import REPO, TIPS_TEST_MODEL
+from support.common import REPO, TIPS_TEST_MODEL
 from dense_perception.core.parameters import PARAMS_BY_NAME
 from dense_perception.core.postprocess import ade20k_class_names
 from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS
@@ -111,8 +111,8 @@ def test_qos_table_rows_are_compatible():
 @pytest.mark.timeout(90)
 def test_the_node_publishes_what_the_example_wires():
     pytest.importorskip("rclpy")
-    from model_truth import tips_seg_confidence_of
-    from ros_harness import Harness, camera_info
+    from support.model_truth import tips_seg_confidence_of
+    from support.ros_harness import Harness, camera_info
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
     from dense_perception.core.fit import make_fit_plan

@@ -5,13 +5,13 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL
-from conftest import run_cli as run
+from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL
+from support.common import run_cli as run
 
 pytest.importorskip("rosbags")
 
-from bag_maker import COLOURS, frame_of, read_bag, write_bag  # noqa: E402
-from model_truth import da3_confidence_of  # noqa: E402
+from support.bag_maker import COLOURS, frame_of, read_bag, write_bag  # noqa: E402
+from support.model_truth import da3_confidence_of  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
 from dense_perception.offline import bagio  # noqa: E402

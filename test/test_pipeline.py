@@ -8,8 +8,8 @@ NCHW/NHWC mix-up, wrong normalisation, wrong output order or rotation mistake br
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame, tips_depth_of,
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
+from support.model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame, tips_depth_of,
                          tips_normals_of)
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
+from support.common import GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
 
 from dense_perception.core.metric_scale import ScaleConfig
 from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME

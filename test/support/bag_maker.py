@@ -18,7 +18,7 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.offline import bagio
-from model_truth import da3_depth_of
+from support.model_truth import da3_depth_of
 
 TS = bagio.TYPESTORE
 # Uniform RGB colours, one per frame; blue values keep round(149 b / 255) away from .5 ties.
