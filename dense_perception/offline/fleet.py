@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import errno
 import glob
 import hashlib
 import json
 import os
 import re
 import shutil
-import socket
 import sys
 import time
 import uuid
@@ -40,8 +38,8 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any, Callable
 
-from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, describe,
-                      interactive, say)
+from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, interactive,
+                      say)
 from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,  # noqa: F401
                          run_one, with_attempt)
 from .process import ModelSession, input_kind
