@@ -21,7 +21,7 @@ for Intel, a dispatch library (it runs that bytecode) under ``ai_edge_litert/ven
   aarch64 wheel ships no vendor plugin at all); JIT-compiled, not cached. Untested here (no
   Qualcomm hardware): tools/npu_check.sh checks a board.
 
-``backend: auto`` never picks the NPU (README: NPU says why).
+``backend: auto`` never picks the NPU (docs/npu.md says why).
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def _open_qualcomm(model_path: str, library_dir: str, log: Log):
         raise NpuUnavailableError(
             "no Qualcomm dispatch library (libLiteRtDispatch_Qualcomm.so) in npu_library_dir "
             f"'{library_dir}': set it to the folder holding it and Qualcomm's QNN libraries "
-            "(the ai-edge-litert wheel has neither; README: NPU)")
+            "(the ai-edge-litert wheel has neither; docs/npu.md)")
     for lib in sorted(folder.glob("libQnn*.so")):  # the plugin opens them by name
         try:
             ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
@@ -340,7 +340,7 @@ def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
                   else _open_openvino(model_path, device, resolve_cache_dir(cache_dir), log))
     except NpuUnavailableError as exc:
         raise ModelLoadError(f"the NPU backend did not start: {exc}. Fix it or set backend "
-                             "to 'auto' or 'cpu' (README: NPU)") from None
+                             "to 'auto' or 'cpu' (docs/npu.md)") from None
     runner.vendor = vendor
     runner.description = (f"npu ({runner.plugin}, device {runner.device}; LiteRT "
                           "CompiledModel)")
@@ -368,7 +368,7 @@ def open_npu_process_runner(model_path: str, options: dict[str, Any], log: Log, 
         message = " ".join(str(exc).split())
         if not message.startswith("the NPU backend did not start"):  # the worker died
             message = (f"the NPU backend did not start: {message}. Fix it or set backend to "
-                       "'auto' or 'cpu' (README: NPU)")
+                       "'auto' or 'cpu' (docs/npu.md)")
         raise ModelLoadError(message) from None
     for note in runner.notes:  # what the worker logged while loading (the cache's fate)
         if not note.startswith(("NPU: ", "the model's graph")):
