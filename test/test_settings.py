@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from support.common import GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
+from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
 
 from dense_perception.core.metric_scale import ScaleConfig
 from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME
@@ -69,47 +69,74 @@ def test_offline_refuses_out_of_range_values_naming_its_flag(tmp_path, capsys):
                        (["--depth-scale-source", "ground_plane"],
                         "--camera-height: the optical centre's height above the floor in "
                         "metres (e.g. --camera-height 0.35)")]:
-        code, _, err = run_cli(["process", frame, "--model", TIPS_TEST_MODEL.replace(
-            "test_tipsv2_b14_dpt", "test_da3_small"), "--out", tmp_path / "o", *flags], capsys)
+        code, _, err = run_cli(["process", frame, "--model", DA3_TEST_MODEL, "--out",
+                                tmp_path / "o", *flags], capsys)
         assert code == 2 and why in err and ":=" not in err, err
+
+
+CASES = {
+    # TIPSv2: every product, cloud settings off their defaults
+    "tipsv2": (TIPS_TEST_MODEL,
+               {"points_stride": 3, "max_depth": 2.5, "points_min_confidence": 0.2,
+                "fallback_hfov_deg": 70.0, "fit": "stretch"},
+               ["--points-stride", "3", "--max-depth", "2.5", "--points-min-confidence", "0.2",
+                "--fallback-hfov", "70", "--fit", "stretch"]),
+    # DA3: a fixed metric scale, millimetre depth, the cloud without colour
+    "da3": (DA3_TEST_MODEL,
+            {"depth_scale_source": "fixed", "relative_depth_scale": 0.5, "max_depth": 1.8,
+             "depth_encoding": "16UC1", "points_stride": 4, "points_rgb": False,
+             "fit": "crop"},
+            ["--depth-scale-source", "fixed", "--relative-depth-scale", "0.5", "--max-depth",
+             "1.8", "--depth-format", "png16", "--points-stride", "4", "--no-points-rgb"]),
+}
 
 
 @pytest.mark.ros
 @pytest.mark.timeout(180)
-def test_node_over_dds_and_process_give_the_same_products(harness_factory, tmp_path, capsys):
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_node_over_dds_and_process_give_the_same_products(harness_factory, tmp_path, capsys,
+                                                          case):
     """The same frame and the same non-default settings through the node (over DDS) and through
     ``dense-perception process``: the same depth, normals, labels and points."""
     pytest.importorskip("rclpy")
     from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
     from dense_perception.offline.fileio import read_ply
-    settings = {"points_stride": 3, "max_depth": 2.5, "points_min_confidence": 0.2,
-                "fallback_hfov_deg": 70.0, "fit": "stretch", "camera_info_slop": 0.0}
+    model, settings, flags = CASES[case]
     rng = np.random.default_rng(23)
     frame = cv2.GaussianBlur(rng.integers(0, 256, (360, 480, 3), np.uint8), (0, 0), 9)
     image = tmp_path / "frame.png"
     cv2.imwrite(str(image), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-    flags = ["--points-stride", "3", "--max-depth", "2.5", "--points-min-confidence", "0.2",
-             "--fallback-hfov", "70", "--fit", "stretch", "--backend", "cpu"]
-    code, _, err = run_cli(["process", image, "--model", TIPS_TEST_MODEL, "--out",
-                            tmp_path / "out", *flags], capsys)
+    code, _, err = run_cli(["process", image, "--model", model, "--out", tmp_path / "out",
+                            "--backend", "cpu", *flags], capsys)
     assert code == 0, err
     out = tmp_path / "out"
 
-    topics = ("depth/image", "normals/image", "segmentation/labels", "points")
-    h = harness_factory({"model_path": TIPS_TEST_MODEL, **settings}, subscribe=topics)
-    h.wait_matched(topics, timeout=GRAPH_TIMEOUT)
+    topics = ["depth/image", "points"]
+    if case == "tipsv2":
+        topics += ["normals/image", "segmentation/labels"]
+    h = harness_factory({"model_path": model, "camera_info_slop": 0.0, **settings},
+                        subscribe=tuple(topics))
+    h.wait_matched(tuple(topics), timeout=GRAPH_TIMEOUT)
     h.publish_frame(frame, h.header(sec=1, nanosec=0))
     got = {t: h.wait_for(t, timeout=60.0)[0] for t in topics}
 
-    np.testing.assert_array_equal(image_msg_to_array(got["depth/image"]),
-                                  np.load(out / "depth" / "frame.npy"))
-    np.testing.assert_array_equal(image_msg_to_array(got["normals/image"]),
-                                  np.load(out / "normals" / "frame.npy"))
-    np.testing.assert_array_equal(image_msg_to_array(got["segmentation/labels"]),
-                                  cv2.imread(str(out / "labels" / "frame.png"),
-                                             cv2.IMREAD_UNCHANGED))
+    depth_file = (cv2.imread(str(out / "depth" / "frame.png"), cv2.IMREAD_UNCHANGED)
+                  if case == "da3" else np.load(out / "depth" / "frame.npy"))
+    np.testing.assert_array_equal(image_msg_to_array(got["depth/image"]), depth_file)
+    if case == "tipsv2":
+        np.testing.assert_array_equal(image_msg_to_array(got["normals/image"]),
+                                      np.load(out / "normals" / "frame.npy"))
+        np.testing.assert_array_equal(image_msg_to_array(got["segmentation/labels"]),
+                                      cv2.imread(str(out / "labels" / "frame.png"),
+                                                 cv2.IMREAD_UNCHANGED))
     cloud = cloud_to_points(got["points"]).reshape(-1)
     ply = read_ply(out / "points" / "frame.ply")
     assert 0 < len(cloud) == len(ply)
     for axis in "xyz":
         np.testing.assert_array_equal(cloud[axis], ply[axis])
+    assert ("rgb" in cloud.dtype.names) == ("red" in ply.dtype.names) == settings.get(
+        "points_rgb", True)
+    if "rgb" in cloud.dtype.names:  # PCL's packed float: 0x00RRGGBB
+        packed = np.ascontiguousarray(cloud["rgb"]).view(np.uint32)
+        for shift, channel in ((16, "red"), (8, "green"), (0, "blue")):
+            np.testing.assert_array_equal((packed >> shift) & 0xFF, ply[channel])
