@@ -17,7 +17,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from ..core.metric_scale import ESTIMATED_SOURCES, ScaleConfig, relative_output_problem
-from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
+from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for
 from ..core.pipeline import PipelineConfig
 from .compat import parameter_descriptor
 
@@ -96,9 +96,13 @@ def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
 def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | None:
     """Why these values would pass relative depth off as metres (or cannot find a scale)."""
     if estimates_scale(metric_depth, values):
-        problem = scale_config(values).problem()
-        if problem:
-            return problem
+        # each camera's own height (camera_heights), where several cameras are set
+        heights = camera_heights_for(values) if "cameras" in values \
+            else [values["camera_height"]]
+        for height in heights:
+            problem = scale_config({**values, "camera_height": height}).problem()
+            if problem:
+                return problem
     return relative_output_problem(metric_depth, values["depth_scale_source"],
                                    values["max_depth"], values["depth_encoding"])
 
