@@ -182,3 +182,80 @@ def test_lazy_per_camera(harness_factory):
             player.stop()
     assert players["front"].image_pub.get_subscription_count() == 0
     assert h.perception.channels[0].in_rate.total == 0  # front: not one frame received
+
+
+def test_two_cameras_yaml_gives_each_camera_its_own_metric_scale(harness_factory):
+    """The README's command: depth.yaml then config/two_cameras.yaml, each camera's topics
+    remapped from /<camera>/image_raw. Both cameras see the same floor scene painted at one
+    relative scale; two_cameras.yaml says front is 0.45 m up and rear 0.60 m, so each camera's
+    own ground-plane filter gives depth = true depth x (its height / the scene's height)."""
+    from functools import partial
+
+    from conftest import REPO
+    from tools.metric_scene import FORWARD, paint
+
+    from dense_perception.core.conversions import image_msg_to_array
+    from dense_perception.ros.node import DensePerceptionNode
+    cli = ["--ros-args", "--params-file", str(REPO / "config" / "depth.yaml"),
+           "--params-file", str(REPO / "config" / "two_cameras.yaml")]
+    for camera in CAMERAS:
+        cli += ["-r", f"{camera}/image:=/{camera}/image_raw",
+                "-r", f"{camera}/camera_info:=/{camera}/camera_info"]
+    h = harness_factory({"model_path": DA3_TEST_MODEL},
+                        node_class=partial(DensePerceptionNode, cli_args=cli), subscribe=())
+    assert h.node.get_parameter("cameras").value == ["front", "rear"]
+    heights = dict(zip(CAMERAS, h.node.get_parameter("camera_heights").value))
+    assert heights == {"front": 0.45, "rear": 0.60}
+    rec = Recorder(h.client, {f"{c}/depth/image": Image for c in CAMERAS})
+    z, _ = FORWARD.depth_and_surface()
+    frame = paint(z / 0.75)
+    height_px, width_px = frame.shape[:2]
+    info = camera_info(width_px, height_px, fx=FORWARD.fx)
+    drivers = {}
+    for camera in CAMERAS:  # a driver publishing /<camera>/image_raw, /<camera>/camera_info
+        node = rclpy.create_node(f"driver_{camera}", namespace=f"/{camera}", context=h.context,
+                                 cli_args=["--ros-args", "-r", "image:=image_raw"])
+        drivers[camera] = ScenePlayer(node, reliable=True)
+    wait_cameras_subscribed(drivers)
+    for index, camera in enumerate(CAMERAS):
+        header = drivers[camera].header(frame_id=CAMERAS[camera]["frame_id"], sec=10 + index)
+        info.header = header
+        channel = h.perception.channels[index]
+
+        def held(c=channel, pub=drivers[camera].info_pub) -> bool:
+            # published again until held: the node may still be re-subscribing to match the
+            # driver's reliable QoS (input_qos: auto), and a sample sent meanwhile is lost
+            pub.publish(info)
+            return len(c.camera_infos) > 0
+        wait_until(held, 10, f"{camera}'s CameraInfo")
+        drivers[camera].publish_frame(frame, header)
+    wait_until(lambda: all(rec.count(f"{c}/depth/image") for c in CAMERAS), 30,
+               "depth from each camera")
+    for camera in CAMERAS:
+        msg = rec.get(f"{camera}/depth/image")[0]
+        assert msg.header.frame_id == CAMERAS[camera]["frame_id"]
+        depth = image_msg_to_array(msg)
+        expected = z * heights[camera] / FORWARD.height
+        assert np.abs(depth / expected - 1).max() < 0.03, camera
+
+
+@pytest.mark.parametrize("params,expected", [
+    ({"cameras": ["front", "rear"], "camera_heights": [1.0]}, "camera_heights has 1 values"),
+    ({"cameras": ["front", "rear"], "camera_heights": [1.0, 0.0]}, "needs camera_height"),
+    ({"cameras": ["front", "front"]}, "listed twice"),
+])
+def test_startup_refuses_bad_camera_settings(params, expected):
+    """One line saying what is wrong (StartupError) for a camera list the node cannot run."""
+    from rclpy.parameter import Parameter
+
+    from dense_perception.ros.node import DensePerceptionNode, StartupError
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        overrides = [Parameter(k, value=v) for k, v in {
+            "model_path": DA3_TEST_MODEL, "backend": "cpu",
+            "depth_scale_source": "ground_plane", "camera_height": 0.0, **params}.items()]
+        with pytest.raises(StartupError, match=expected):
+            DensePerceptionNode(context=context, parameter_overrides=overrides)
+    finally:
+        rclpy.shutdown(context=context)
