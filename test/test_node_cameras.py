@@ -259,3 +259,27 @@ def test_startup_refuses_bad_camera_settings(params, expected):
             DensePerceptionNode(context=context, parameter_overrides=overrides)
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_empty_camera_list_is_the_single_camera(tmp_path):
+    """cameras: [] in a YAML file or -p cameras:=[] (an untyped empty list in ROS 2) is the
+    single camera on image and camera_info, as the default [""] is."""
+    from dense_perception.ros.node import DensePerceptionNode
+    params = tmp_path / "empty.yaml"
+    params.write_text("/**/dense_perception:\n  ros__parameters:\n"
+                      "    cameras: []\n    camera_heights: []\n")
+    for cli in (["--params-file", str(params)], ["-p", "cameras:=[]", "-p", "camera_heights:=[]"]):
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        try:
+            node = DensePerceptionNode(context=context, cli_args=[
+                "--ros-args", *cli, "-p", f"model_path:={DA3_TEST_MODEL}", "-p", "backend:=cpu"])
+            try:
+                assert [c.name for c in node.perception.channels] == [""]
+                subs = {name for name, _ in node.get_topic_names_and_types()}
+                assert "/depth/image" in subs and "/front/depth/image" not in subs
+            finally:
+                node.stop()
+                node.destroy_node()
+        finally:
+            rclpy.shutdown(context=context)

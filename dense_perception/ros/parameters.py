@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
 from ..core.metric_scale import ESTIMATED_SOURCES, ScaleConfig, relative_output_problem
@@ -56,13 +56,24 @@ def declare_parameters(node: Node, managed: bool = False) -> dict[str, Any]:
     except ParameterException as exc:
         raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
                            "are listed in config/depth.yaml.") from None
-    values = {p.name: node.get_parameter(p.name).value for p in PARAMS}
+    values = {p.name: parameter_value(node, p) for p in PARAMS}
     for spec in PARAMS:
         problem = spec.problem(values[spec.name])
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with "
                                f"-p {spec.name}:=<value>.")
     return values
+
+
+def parameter_value(node: Node, spec: ParamSpec) -> Any:
+    """A declared parameter's value. An empty list from a YAML file or ``-p name:=[]`` has no
+    type in ROS 2 and leaves a list parameter unset: that reads as the empty list."""
+    try:
+        return node.get_parameter(spec.name).value
+    except ParameterUninitializedException:
+        if isinstance(spec.default, list):
+            return []
+        raise
 
 
 def pipeline_config(values: dict[str, Any]) -> PipelineConfig:

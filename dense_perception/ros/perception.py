@@ -44,7 +44,8 @@ from .compat import GraphWatch, add_parameter_callbacks
 from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
 from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
-                         depth_units_problem, estimates_scale, pipeline_config, scale_config)
+                         depth_units_problem, estimates_scale, parameter_value,
+                         pipeline_config, scale_config)
 
 NODE_NAME = "dense_perception"
 CAMERA_INFO_HISTORY = 30
@@ -408,7 +409,7 @@ class ParameterHandling:
         return values
 
     def current_values(self) -> dict[str, Any]:
-        return {p.name: self.get_parameter(p.name).value for p in PARAMS}
+        return {p.name: parameter_value(self, p) for p in PARAMS}
 
     def _validate_parameters(self, params: list) -> SetParametersResult:
         state = None  # the plain node
