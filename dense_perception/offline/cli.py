@@ -108,8 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     bag.add_argument("--input-rectified", action="store_true",
                      help="the images are rectified (image_rect): use CameraInfo P, not K and D; "
                           "without it, distorted raw images are rectified first")
-    bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
-                     "optional when the bag has only one")
+    bag.add_argument("--topic", "-t", action="append",
+                     help="image topic (sensor_msgs/Image or CompressedImage); optional when "
+                     "the bag has only one. Repeat it for several cameras on one model: each "
+                     "camera's outputs go to its own image topic's namespace, as the node's "
+                     "cameras parameter puts them under each camera's name")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
                      "beside the image topic)")
     bag.add_argument("--out-namespace", help="namespace of the output topics (default: the "
