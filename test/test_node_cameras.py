@@ -5,6 +5,7 @@ prefix with its own stamps, frame_id and intrinsics, and the cameras share the m
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -17,7 +18,6 @@ from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E40
 from rclpy.qos import QoSProfile  # noqa: E402
 from ros_harness import camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
-from test_node import HookedRunner  # noqa: E402
 
 from dense_perception.core.parameters import PARAMS_BY_NAME  # noqa: E402
 from tools.ros_client import ScenePlayer, decode_status  # noqa: E402
@@ -29,6 +29,21 @@ CAMERAS = {
     "front": dict(size=(640, 360), fx=400.0, frame_id="front_optical_frame"),
     "rear": dict(size=(480, 360), fx=300.0, frame_id="rear_optical_frame"),
 }
+
+
+class SlowRunner:
+    """Wraps the node's runner: each inference takes ``delay`` s more (the model becomes the
+    bottleneck on any machine)."""
+
+    def __init__(self, inner, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def run(self):
+        time.sleep(self.delay)
+        return self.inner.run()
 
 
 class Recorder:
@@ -143,10 +158,8 @@ def test_fast_camera_does_not_starve_slow_one(harness_factory):
     """The model is the bottleneck (100 ms a frame, 10 Hz for both cameras together); front
     sends 30 fps and rear 10. Newest-wins through one slot would give rear about a quarter of
     the model (10 of 40 frames/s); taking turns gives each about half."""
-    hooks = []
     h = harness_factory({"model_path": DA3_TEST_MODEL, "cameras": ["front", "rear"]},
-                        runner_hook=lambda r: hooks.append(HookedRunner(r, delay=0.1))
-                        or hooks[0], subscribe=())
+                        runner_hook=lambda r: SlowRunner(r, delay=0.1), subscribe=())
     rec = Recorder(h.client, {f"{c}/depth/image": Image for c in CAMERAS})
     sent: dict[str, set] = defaultdict(set)
     players = {"front": camera_player(h, "front", 30.0, sent),
