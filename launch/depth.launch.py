@@ -9,6 +9,7 @@
         fixed_frame:=camera_color_optical_frame
 
     ros2 launch dense_perception depth.launch.py use_lifecycle:=true   # a managed node
+    ros2 launch dense_perception depth.launch.py cameras:=[front,rear]  # two cameras, one model
 
 The recommended DA3 model (``config/depth.yaml``'s ``model_path``) is
 ``da3_small_504x280_fp16.tflite``: DA3-Small at DA3's own resolution (long side 504) with its
@@ -23,6 +24,11 @@ starts RViz in the node's namespace (the config's topics are relative), with ``f
 (the images' ``header.frame_id``) as its fixed frame. With use_lifecycle:=true the node starts
 unconfigured: configure and activate it with a lifecycle manager (e.g. nav2_lifecycle_manager)
 or ``ros2 lifecycle set /dense_perception configure``.
+
+``cameras:=[front,rear]`` runs one model for several cameras: camera ``front`` is read from
+``/front/image_raw`` and ``/front/camera_info`` (the single camera's ``/camera/...`` defaults
+with the camera's name in place of ``camera``) and its outputs are ``front/depth/image`` etc.
+in the node's namespace; the ``image`` and ``camera_info`` arguments are then unused.
 """
 
 from launch import LaunchDescription
@@ -30,6 +36,12 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+
+
+def camera_list(text: str) -> list[str]:
+    """The ``cameras`` launch argument as names: ``[front,rear]`` or ``front,rear``."""
+    return [name.strip().strip("'\"") for name in text.strip().strip("[]").split(",")
+            if name.strip().strip("'\"")]
 
 
 def _node(context):
@@ -47,19 +59,27 @@ def _node(context):
         overrides["camera_info_qos"] = arg("camera_info_qos")
     if arg("use_lifecycle"):
         overrides["use_lifecycle"] = arg("use_lifecycle") == "true"
+    cameras = camera_list(arg("cameras"))
+    if arg("cameras"):
+        overrides["cameras"] = cameras or [""]
     image = arg("image")
+    remappings = [
+        ("image", image),
+        ("camera_info", arg("camera_info")),
+        ("image/compressed", image + "/compressed"),
+        ("reference_depth", arg("reference_depth")),
+    ]
+    for camera in cameras:  # <camera>/image <- /<camera>/image_raw, as /camera/... for one
+        remappings += [(f"{camera}/image", f"/{camera}/image_raw"),
+                       (f"{camera}/camera_info", f"/{camera}/camera_info"),
+                       (f"{camera}/image/compressed", f"/{camera}/image_raw/compressed")]
     actions = [Node(
         package="dense_perception",
         executable="dense_perception_node",
         name="dense_perception",
         namespace=arg("namespace"),
         parameters=[arg("config"), overrides],
-        remappings=[
-            ("image", image),
-            ("camera_info", arg("camera_info")),
-            ("image/compressed", image + "/compressed"),
-            ("reference_depth", arg("reference_depth")),
-        ],
+        remappings=remappings,
         output="screen",
         emulate_tty=True,
     )]
@@ -102,6 +122,11 @@ def generate_launch_description():
             "use_lifecycle", default_value="", choices=["", "true", "false"],
             description="true: start a managed (lifecycle) node, unconfigured; empty = the "
                         "config's use_lifecycle"),
+        DeclareLaunchArgument(
+            "cameras", default_value="",
+            description="Several cameras on one model, e.g. [front,rear]: camera front is read "
+                        "from /front/image_raw and /front/camera_info and published under "
+                        "front/; empty = the config's cameras (default: one camera on image)"),
         DeclareLaunchArgument(
             "image", default_value="/camera/image_raw",
             description="Camera image topic (its /compressed sibling is used when "

@@ -30,7 +30,7 @@ RVIZ_FILE = REPO / "config" / "dense_perception.rviz"
 NODE_KEY = "/**/dense_perception"  # matches the node in any namespace (launch's namespace:=...)
 LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
                "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle",
-               "camera_info_qos"}
+               "camera_info_qos", "cameras"}
 ARG_TO_PARAM = {"backend": "backend", "model": "model_path", "input_qos": "input_qos",
                 "camera_info_qos": "camera_info_qos",
                 "use_lifecycle": "use_lifecycle"}
@@ -124,7 +124,7 @@ def test_launch_declares_exactly_the_documented_arguments():
                      "camera_info": "/camera/camera_info", "namespace": "",
                      "reference_depth": "reference_depth", "rviz": "false",
                      "fixed_frame": "camera_optical_frame", "input_qos": "",
-                     "use_lifecycle": "", "camera_info_qos": ""}
+                     "use_lifecycle": "", "camera_info_qos": "", "cameras": ""}
     for name, call in declared.items():
         description = _kwargs(call).get("description")
         assert isinstance(description, ast.Constant) and description.value, \
@@ -259,6 +259,22 @@ def test_launch_arguments_become_parameters_and_remappings(stub_launch):
                       "camera_info": "/cam/info", "reference_depth": "/tof/depth"}
     assert set(remaps) == _node_source_facts()[1], "remap exactly the subscribed topics"
     assert node.kwargs["namespace"] == "robot1"
+
+
+def test_launch_cameras_become_the_parameter_and_per_camera_remappings(stub_launch):
+    """cameras:=[front,rear]: the node's cameras parameter, and each camera's topics from
+    /<camera>/image_raw and /<camera>/camera_info (the single camera's defaults, renamed)."""
+    for text in ("[front,rear]", "front, rear", "['front', 'rear']"):
+        node = _run_opaque(stub_launch, cameras=text)
+        _, overrides = _parameters(node)
+        assert overrides == {"cameras": ["front", "rear"]}
+        assert PARAMS_BY_NAME["cameras"].problem(overrides["cameras"]) is None
+        remaps = dict(node.kwargs["remappings"])
+        assert len(remaps) == len(node.kwargs["remappings"]), "a topic is remapped twice"
+        for camera in ("front", "rear"):
+            assert remaps[f"{camera}/image"] == f"/{camera}/image_raw"
+            assert remaps[f"{camera}/camera_info"] == f"/{camera}/camera_info"
+            assert remaps[f"{camera}/image/compressed"] == f"/{camera}/image_raw/compressed"
 
 
 def test_launch_rviz_follows_the_namespace_and_fixed_frame(stub_launch):

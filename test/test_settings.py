@@ -24,7 +24,10 @@ pytestmark = pytest.mark.timeout(120)
 NODE_ONLY = {"publish_depth", "publish_normals", "publish_segmentation", "publish_points",
              # --outputs chooses the products offline
              "diagnostics_period", "input_qos", "camera_info_qos", "camera_info_slop",
-             "use_lifecycle", "input_compressed"}
+             "use_lifecycle", "input_compressed",
+             # offline, several cameras are several --topic values of one bag; each topic's
+             # DA3 scale uses --camera-height
+             "cameras", "camera_heights"}
 
 
 def parse(*argv):

@@ -28,6 +28,7 @@ from dense_perception.core.models import MODEL_SPECS
 from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
 from dense_perception.core.pointcloud import depth_to_points
 from tools.reference import reference_points
+from tools.bench_cameras import camera_rates, load_memory, node_memory
 from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
 from dense_perception.core.timing import StageTimer
 from tools.scene import make_sample_scene, scene_intrinsics
@@ -435,6 +436,19 @@ def table(results: dict) -> str:
             ("load_s_weight_cache_cold", "load, weight cache cold (s)"),
             ("load_s_weight_cache_warm", "load, weight cache warm (s)"),
             ("rss_mb", "node RSS (MB)"),
+            ("model_rss_mb_interpreter", "model alone RSS, Interpreter (MB)"),
+            ("model_rss_mb_weight_cache_warm", "model alone RSS, weight cache (MB)"),
+            ("node_1cam_rss_mb", "node, 1 camera RSS (MB)"),
+            ("node_2cam_rss_mb", "node, 2 cameras RSS (MB)"),
+            ("node_3cam_rss_mb", "node, 3 cameras RSS (MB)"),
+            ("node_3cam_vs_1cam_rss", "3 cameras / 1 camera RSS (<= 1.15)"),
+            ("separate_2nodes_rss_mb", "2 separate nodes RSS (MB)"),
+            ("separate_3nodes_rss_mb", "3 separate nodes RSS (MB)"),
+            ("node_3cam_pss_mb", "node, 3 cameras PSS (MB)"),
+            ("separate_3nodes_pss_mb", "3 separate nodes PSS (MB)"),
+            ("one_camera_30fps_hz", "1 camera at 30 fps, output (Hz)"),
+            ("two_cameras_30fps_hz", "2 cameras at 30 fps, each (Hz)"),
+            ("two_cameras_per_camera_vs_one", "2 cameras: per camera / 1 camera"),
             ("fit_ms", "fit 1280x720, pinhole (ms)"),
             ("rectify_fit_ms", "fit 1280x720, rectifying (ms)"),
             ("rectify_cost_ms", "rectification / frame (ms)"),
@@ -517,6 +531,11 @@ def main(argv: list[str] | None = None) -> int:
         r.update(bench_load(model, args.threads, Path(args.out)))
         r.update(bench_node(model, args.threads, args.node_seconds, args.runs, args.rounds))
         r["node_vs_quiet_bare"] = round(r["node_output_hz"] / r["bare_invoke_hz"], 3)
+        # Several cameras, one model: memory (1-3 cameras vs separate nodes, the weight cache)
+        # and each camera's rate with two cameras at 30 fps (tools/bench_cameras.py).
+        r.update(load_memory(model, args.threads, Path(args.out)))
+        r.update(node_memory(model, args.threads))
+        r.update(camera_rates(model, args.threads))
         if want_gpu(args.gpu):
             r.update(bench_gpu(kind, model, args.runs, args.node_seconds, args.rounds,
                                args.gpu_precision))

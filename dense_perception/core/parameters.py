@@ -9,6 +9,7 @@ The one source for both front ends: the node declares its parameters from it
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,9 +53,38 @@ class ParamSpec:
             return f"{name} must be >= {self.low:g}, got {value}"
         if self.high is not None and not value <= self.high:
             return f"{name} must be <= {self.high:g}, got {value}"
+        if self.name == "cameras":
+            return camera_names_problem(list(value))
         if self.name == "num_threads" and value == 0:
             return f"{name} must be >= 1, or -1 for all cores; got 0"
         return None
+
+
+def camera_names(value: list[str]) -> list[str]:
+    """The ``cameras`` parameter as a list of names: [] (one camera, no prefix) for [] or ['']."""
+    return [name for name in value if name]
+
+
+def camera_names_problem(value: list[str]) -> str | None:
+    """Why ``cameras`` is not a list of distinct relative ROS names (None: it is)."""
+    names = camera_names(value)
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*", name):
+            return (f"cameras: '{name}' is not a relative topic name (letters, digits, _ and /, "
+                    "starting with a letter)")
+    if len(set(names)) != len(names):
+        return f"cameras: a name is listed twice in {names}"
+    return None
+
+
+def camera_heights_for(values: dict[str, Any]) -> list[float]:
+    """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
+    camera of ``cameras`` (one for the single default camera)."""
+    count = max(1, len(camera_names(values["cameras"])))
+    heights = [h for h in values["camera_heights"]]
+    if not heights or heights == [0.0]:
+        return [values["camera_height"]] * count
+    return heights
 
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -127,6 +157,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("camera_height", 0.0, "Height (m) of the camera's optical centre above the floor; "
               "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True,
               unit="m", offline="--camera-height"),
+    ParamSpec("camera_heights", [0.0], "Per camera (cameras): the height (m) of each camera's "
+              "optical centre above the floor, in the order of cameras, for "
+              "depth_scale_source: ground_plane; [] or [0.0] = camera_height for every camera.",
+              unit="m"),
     ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
               "filter that smooths the estimated scale; a scene change larger than the noise "
               "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True,
@@ -201,6 +235,11 @@ PARAMS: tuple[ParamSpec, ...] = (
               "CameraInfo on another clock); until the first CameraInfo arrives, a frame waits "
               "at most this long for it (once).", low=0.0, high=10.0, runtime=True,
               unit="s"),
+    ParamSpec("cameras", [""], "Several cameras, one model: camera names, e.g. [front, rear]. "
+              "Each camera subscribes to <name>/image (or <name>/image/compressed) and "
+              "<name>/camera_info and publishes every output under <name>/, stamped with its "
+              "header; cameras take turns on the model. [] or [''] = one camera on image and "
+              "camera_info."),
     ParamSpec("use_lifecycle", False, "Run as a managed (lifecycle) node: configure loads the "
               "model, activate starts publishing, deactivate stops inference, cleanup frees "
               "the model."),

@@ -17,6 +17,8 @@ import numpy as np
 import ai_edge_litert
 from ai_edge_litert.interpreter import Interpreter
 
+from .model_pages import release_file_pages
+
 BACKENDS = ("auto", "gpu", "cpu", "npu")  # npu: LiteRT vendor plugins (.npu_runner)
 GPU_PRECISIONS = ("fp16", "fp32")  # GPU arithmetic; fp32 = GpuOptions(enforce_f32=True)
 Log = Callable[[str], None]
@@ -71,6 +73,9 @@ class InterpreterRunner:
         self._input = self._interpreter.tensor(inputs[0]["index"])
         self._outputs = [self._interpreter.tensor(t["index"]) for t in outputs]
         self.description = f"cpu (XNNPACK Interpreter, {num_threads} threads)"
+        # XNNPACK has packed the weights into its own buffers: the mapped file's pages are
+        # not needed resident any more (-300 MB RSS for TIPSv2; see model_pages).
+        self.released_bytes = release_file_pages(model_path)
 
     def input_buffer(self) -> np.ndarray:
         return self._input()

@@ -44,14 +44,17 @@ class LiveTwoStage(Generic[A, B]):
     ``on_error(exc)`` is called for an exception from either stage; the threads live on.
     ``second_nice`` lowers stage two's priority, so on a machine whose cores are all busy with
     inference threads it only delays its own frame a little, never the model.
+    ``slots`` makes each stage's hand-over (default: one newest-wins slot).
     """
 
     def __init__(self, first: Callable[[A], B | None], second: Callable[[B], None], *,
                  on_error: Callable[[Exception], None], name: str = "two_stage",
-                 second_nice: int = 0) -> None:
+                 second_nice: int = 0, slots: Callable[[], Any] = FrameSlot) -> None:
         self._first, self._second, self._on_error = first, second, on_error
-        self._in: FrameSlot[A] = FrameSlot()
-        self._mid: FrameSlot[B] = FrameSlot()
+        # slots: the hand-over's factory; several cameras pass one slot per camera taken in
+        # turn (``round_robin.RoundRobinSlots``), so each stage serves the cameras fairly.
+        self._in: FrameSlot[A] = slots()
+        self._mid: FrameSlot[B] = slots()
         self._stop = threading.Event()
         self.threads = [
             threading.Thread(target=self._run, args=(self._in, self._first_then_hand_over, 0),
@@ -69,6 +72,11 @@ class LiveTwoStage(Generic[A, B]):
     def dropped(self) -> int:
         """Items replaced by newer ones before stage one or before stage two."""
         return self._in.dropped + self._mid.dropped
+
+    def dropped_for(self, key: Any) -> int:
+        """Items of ``key`` (a camera) dropped, where the slots are kept per key."""
+        return sum(getattr(slot, "dropped_by_key", {}).get(key, 0)
+                   for slot in (self._in, self._mid))
 
     def alive(self) -> bool:
         return all(thread.is_alive() for thread in self.threads)

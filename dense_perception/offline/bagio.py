@@ -369,3 +369,13 @@ class BagSink:
         for key, msg in product_messages(products, topics, header, sys.modules[__name__],
                                          self.depth_encoding):
             write(topics[key], msg, log_time)
+
+
+class CameraSinks:
+    """Several cameras' BagSinks (``--topic`` repeated): each frame goes to its camera's."""
+
+    def __init__(self, sinks: dict[str, BagSink]) -> None:
+        self.sinks = sinks
+
+    def write_frame(self, camera: str, products: Any, header: Any, log_time: int) -> None:
+        self.sinks[camera].write(products, header, log_time)

@@ -57,8 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_arguments(p, add_scale_arguments(p))
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
-    bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
-                     "optional when the bag has only one")
+    bag.add_argument("--topic", "-t", action="append",
+                     help="image topic (sensor_msgs/Image or CompressedImage); optional when "
+                     "the bag has only one. Repeat it for several cameras on one model: each "
+                     "camera's outputs go to its own image topic's namespace, as the node's "
+                     "cameras parameter puts them under each camera's name")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
                      "beside the image topic)")
     bag.add_argument("--out-namespace", help="namespace of the output topics (default: the "

@@ -204,7 +204,8 @@ def frame_count(path: Path, args: argparse.Namespace) -> int:
         if kind == "bag":
             bag = bagio.BagInput(path)
             try:
-                count = sum(int(c.msgcount) for c in bag.image_connections(args.topic))
+                count = sum(int(c.msgcount) for topic in (args.topic or [None])
+                            for c in bag.image_connections(topic))
             finally:
                 bag.close()
         elif kind == "images":

@@ -41,6 +41,7 @@ class Frame:
     camera_info_note: str = ""
     time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
     reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
+    camera: str = ""            # bag input: the image topic (several --topic: the camera)
 
 
 @dataclass
@@ -107,7 +108,11 @@ class BagTarget(Target):
         summary["not_copied"] = sorted(skipped)
 
     def frame(self, frame: Frame, products: Any) -> None:
-        self.sink.write(products, frame.header, frame.log_time)
+        write_frame = getattr(self.sink, "write_frame", None)  # several cameras: theirs
+        if write_frame is not None:
+            write_frame(frame.camera, products, frame.header, frame.log_time)
+        else:
+            self.sink.write(products, frame.header, frame.log_time)
 
     def copy(self, item: Copy) -> None:
         conn = self._copy.get(item.conn.id)
@@ -128,13 +133,15 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                target: Target, total: int | None, max_frames: int,
                after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
                scaler: Any = None, progress: Callable[[int], None] | None = None,
-               quiet: bool = False, overlap: bool = True) -> int:
+               quiet: bool = False, overlap: bool = True,
+               scaler_of: Callable[[Frame], Any] | None = None) -> int:
     """Run every event through the pipeline into ``target``, close it (writing summary.json
     from ``summary``) and return the exit status.
 
     ``progress(n)`` (many inputs) is told of every frame instead of this run's own bar;
     ``quiet`` leaves the closing line and error to the caller (they are in ``summary``);
     ``overlap=False`` runs each frame's stages one after another (one core's worth of work).
+    ``scaler_of(frame)``: the frame's camera's scaler (several cameras), instead of ``scaler``.
     """
     from tqdm import tqdm
 
@@ -148,7 +155,8 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     scales = ScaleTally()
 
     def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, None, scaler, frame.time, frame.reference)
+        products = pipeline.finish(raw, None, scaler if scaler_of is None else scaler_of(frame),
+                                   frame.time, frame.reference)
         scales.add(products.scale)
         with timer.stage("write"):
             target.frame(frame, products)

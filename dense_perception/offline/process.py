@@ -13,6 +13,7 @@ loaded once, and ``process_input`` per input, in this process or in a Ray actor.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -189,33 +190,47 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
         if kind == "bag":
             bag = bagio.BagInput(in_path)
             cleanup.append(bag.close)
-            image_conns = bag.image_connections(args.topic)
-            image_topic = image_conns[0].topic
-            info_conns, info_note = bag.camera_info_connections(args.camera_info_topic,
-                                                                image_topic)
-            namespace = args.out_namespace if args.out_namespace is not None \
-                else bagio.namespace_of(image_topic)
-            out_topics = {k: v for k, v in bagio.output_topic_names(namespace).items()
-                          if k in keys}
+            cameras = _bag_cameras(bag, args, keys)
+            image_conns = [c for cam in cameras for c in cam.image_conns]
+            info_conns = [c for cam in cameras for c in cam.info_conns]
+            out_topics = {k: v for cam in cameras for k, v in cam.out_topics.items()} \
+                if len(cameras) == 1 else {f"{cam.topic} {k}": v for cam in cameras
+                                           for k, v in cam.out_topics.items()}
             copy_conns = _copy_connections(bag, args.copy, image_conns, info_conns)
-            clash = sorted({c.topic for c in copy_conns} & set(out_topics.values()))
+            clash = sorted({c.topic for c in copy_conns}
+                           & {t for cam in cameras for t in cam.out_topics.values()})
             if clash:
                 raise CliError(f"output topic {clash[0]} is already in the input bag; choose "
                                f"another --out-namespace or --copy camera/none")
             total = sum(int(c.msgcount) for c in image_conns)
             with timer.stage("camera_info_index"):
-                info_index = bagio.CameraInfoIndex(bag, info_conns)
-            if session.request.points and not info_index.count:
-                warn(f"no CameraInfo for {image_topic} (camera info topic: {info_note}); points "
-                     f"use a {args.fallback_hfov:g} deg pinhole guess (--camera-info-topic)")
+                for cam in cameras:
+                    cam.info_index = bagio.CameraInfoIndex(bag, cam.info_conns)
+            for cam in cameras:
+                if session.request.points and not cam.info_index.count:
+                    warn(f"no CameraInfo for {cam.topic} (camera info topic: {cam.info_note}); "
+                         f"points use a {args.fallback_hfov:g} deg pinhole guess "
+                         "(--camera-info-topic)")
             reference = reference_stream(args, in_path, scaler)
             if reference is not None:
                 cleanup.append(reference.close)
-            events = _bag_events(bag, image_conns, copy_conns, info_index, timer, reference)
-            summary.update(topic=image_topic, camera_info_topic=info_note,
-                           camera_infos=info_index.count, output_topics=out_topics,
-                           bag_format=args.bag_format, copy=args.copy)
-            source_desc = f"{total} frames of {image_topic}"
+            # A scaler per camera: each filter follows one camera's stream, as in the node.
+            if len(cameras) > 1 and scaler is not None:
+                for cam in cameras:
+                    cam.scaler = scaler_for(args, spec, kind=kind)
+            else:
+                cameras[0].scaler = scaler
+            events = _bag_events(bag, cameras, copy_conns, timer, reference)
+            if len(cameras) == 1:
+                summary.update(topic=cameras[0].topic, camera_info_topic=cameras[0].info_note,
+                               camera_infos=cameras[0].info_index.count)
+            else:
+                summary.update(topic=[cam.topic for cam in cameras],
+                               camera_info_topic=[cam.info_note for cam in cameras],
+                               camera_infos=[cam.info_index.count for cam in cameras])
+            summary.update(output_topics=out_topics, bag_format=args.bag_format,
+                           copy=args.copy)
+            source_desc = f"{total} frames of {', '.join(cam.topic for cam in cameras)}"
         elif kind == "video":
             video = fileio.VideoInput(in_path)
             cleanup.append(video.close)
@@ -259,9 +274,12 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
             bag_out = bagio.BagOutput(out_path, args.bag_format)
             try:  # the input topics first, then the outputs (the order tools list them in)
                 target: Target = BagTarget(bag_out, copy_conns, summary)
-                target.sink = bagio.BagSink(
-                    bag_out, namespace, keys,
+                sinks = {cam.topic: bagio.BagSink(
+                    bag_out, cam.namespace, keys,
                     depth_encoding="16UC1" if args.depth_format == "png16" else "32FC1")
+                    for cam in cameras}
+                target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
+                    else bagio.CameraSinks(sinks)
             except BaseException:
                 bag_out.close()
                 raise
@@ -274,6 +292,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                   flush=True)
         code = run_frames(pipeline, session.request, events, target, total, args.max_frames,
                           after_frame, summary, scaler=scaler, progress=progress,
+                          scaler_of=_camera_scaler(cameras) if kind == "bag" else None,
                           quiet=quiet, overlap=session.overlap)
         return code, summary
     finally:
@@ -317,32 +336,87 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
         index += 1
 
 
-def _bag_events(bag: Any, image_conns: list[Any], copy_conns: list[Any], info_index: Any,
+@dataclass
+class _BagCamera:
+    """One image topic of a bag (``--topic``, repeatable): its connections, CameraInfo, output
+    namespace and, with an estimated scale, its own scaler."""
+
+    topic: str
+    image_conns: list[Any]
+    info_conns: list[Any]
+    info_note: str
+    namespace: str
+    out_topics: dict[str, str]
+    info_index: Any = None
+    scaler: Any = None
+
+
+def _bag_cameras(bag: Any, args: argparse.Namespace, keys: list[str]) -> list[_BagCamera]:
+    """The bag's cameras to process: one per ``--topic`` (the only image topic without one)."""
+    from . import bagio
+    topics = args.topic or [None]
+    if len(topics) > 1:
+        given = [o for o, v in (("--camera-info-topic", args.camera_info_topic),
+                                ("--out-namespace", args.out_namespace),
+                                ("--reference-depth-topic",
+                                 getattr(args, "reference_depth_topic", None))) if v]
+        if given:
+            raise CliError(f"{given[0]} names one camera's topic; with several --topic each "
+                           "camera uses camera_info and writes its outputs beside its own "
+                           "image topic")
+        if len(set(topics)) != len(topics):
+            raise CliError("--topic: a topic is given twice")
+    cameras = []
+    for topic in topics:
+        image_conns = bag.image_connections(topic)
+        image_topic = image_conns[0].topic
+        info_conns, info_note = bag.camera_info_connections(args.camera_info_topic, image_topic)
+        namespace = args.out_namespace if args.out_namespace is not None \
+            else bagio.namespace_of(image_topic)
+        out_topics = {k: v for k, v in bagio.output_topic_names(namespace).items() if k in keys}
+        cameras.append(_BagCamera(image_topic, image_conns, info_conns, info_note, namespace,
+                                  out_topics))
+    spaces = [cam.namespace for cam in cameras]
+    if len(set(spaces)) != len(spaces):
+        raise CliError(f"--topic: two image topics share the namespace {spaces[0]!r}, so their "
+                       "outputs would mix; process them one at a time with --out-namespace")
+    return cameras
+
+
+def _camera_scaler(cameras: list[_BagCamera]) -> Callable[[Frame], Any]:
+    """The scaler of the camera a bag frame came from."""
+    by_topic = {cam.topic: cam.scaler for cam in cameras}
+    return lambda frame: by_topic.get(frame.camera)
+
+
+def _bag_events(bag: Any, cameras: list[_BagCamera], copy_conns: list[Any],
                 timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
     from ..core.conversions import BadImageError
-    image_ids = {c.id for c in image_conns}
+    camera_of = {c.id: cam for cam in cameras for c in cam.image_conns}
     copy_ids = {c.id for c in copy_conns}
+    image_conns = [c for cam in cameras for c in cam.image_conns]
     wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
     index = 0
     for conn, log_time, data in bag.messages(wanted):
         if conn.id in copy_ids:
             yield Copy(conn, log_time, data)
-        if conn.id not in image_ids:
+        cam = camera_of.get(conn.id)
+        if cam is None:
             continue
         stem = f"{index:06d}"
         try:
             with timer.stage("read"):
                 msg = bag.decode(conn, data)
                 image, encoding = message_to_frame(conn.msgtype, msg)
-                info, note = info_index.lookup(msg.header)
+                info, note = cam.info_index.lookup(msg.header)
         except BadImageError as exc:
-            yield Frame(index, stem, None, problem=str(exc), log_time=log_time)
+            yield Frame(index, stem, None, problem=str(exc), log_time=log_time,
+                        camera=cam.topic)
         else:
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
                         camera_info=info, camera_info_note=note, time=stamp,
-                        reference=None if reference is None else reference.lookup(stamp))
+                        reference=None if reference is None else reference.lookup(stamp),
+                        camera=cam.topic)
         index += 1
-
-

@@ -22,6 +22,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from .compat import GraphWatch
+from .outputs import prefixed
 
 # The subscribed topics (relative, remappable): image or its compressed sibling, camera_info.
 IMAGE_TOPIC = "image"
@@ -76,16 +77,20 @@ class CameraInput:
     def __init__(self, node: Node, *, compressed: bool, mode: str,
                  on_image: Callable[[Any], None], on_info: Callable[[Any], None],
                  watch: GraphWatch, on_reference: Callable[[Any], None] | None = None,
-                 info_mode: str = "auto") -> None:
+                 info_mode: str = "auto", prefix: str = "") -> None:
         """``mode``: ``input_qos``; ``info_mode``: ``camera_info_qos``. ``on_reference``: also
-        subscribe to ``reference_depth`` (Image) with the camera."""
+        subscribe to ``reference_depth`` (Image) with the camera. ``prefix``: the camera's name
+        (``cameras``): its topics are ``<prefix>/image`` etc."""
         self._node, self._mode, self._watch = node, mode, watch
         self._info_mode = info_mode
         image = (COMPRESSED_TOPIC, CompressedImage) if compressed else (IMAGE_TOPIC, Image)
         # topic -> (message type, callback); the subscriptions and the QoS each was made with.
-        self._topics = {image[0]: (image[1], on_image), INFO_TOPIC: (CameraInfo, on_info)}
+        self._image_topic = prefixed(prefix, image[0])
+        self._info_topic = prefixed(prefix, INFO_TOPIC)
+        self._topics = {self._image_topic: (image[1], on_image),
+                        self._info_topic: (CameraInfo, on_info)}
         if on_reference is not None:
-            self._topics[REFERENCE_TOPIC] = (Image, on_reference)
+            self._topics[prefixed(prefix, REFERENCE_TOPIC)] = (Image, on_reference)
         self._subs: dict[str, tuple[Any, QoSProfile]] = {}
 
     @property
@@ -95,7 +100,7 @@ class CameraInput:
     def reliability(self) -> str:
         """The image subscription's reliability ('-' when not subscribed), for diagnostics."""
         subs = [qos for topic, (_, qos) in self._subs.items()
-                if topic in (IMAGE_TOPIC, COMPRESSED_TOPIC)]
+                if topic == self._image_topic]
         return subs[0].reliability.name.lower() if subs else "-"
 
     def update(self, wanted: bool) -> None:
@@ -125,7 +130,7 @@ class CameraInput:
 
     def _qos(self, topic: str) -> QoSProfile:
         """The QoS ``topic`` should be subscribed with now."""
-        if topic == INFO_TOPIC:
+        if topic == self._info_topic:
             offered = self._offered(topic) if self._info_mode == "auto" else []
             return camera_info_qos(self._info_mode, self._mode, offered)
         offered = self._offered(topic) if self._mode == "auto" else []

@@ -199,3 +199,20 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
     array.header.stamp = stamp
     array.status = [status]
     return array
+
+
+def model_status(name: str, *, backend: str, model: str, stages: dict[str, StageStats],
+                 seconds: dict[str, float]) -> DiagnosticStatus:
+    """The shared model's status when several cameras use it: backend, inference time, and each
+    camera's share of the model's time (``seconds``: inference seconds spent per camera)."""
+    total = sum(seconds.values())
+    inference = stages.get("inference")
+    values = {"backend": backend, "model": model,
+              "inference mean (ms)": f"{inference.mean_ms:.2f}" if inference else "-",
+              "inference p95 (ms)": f"{inference.p95_ms:.2f}" if inference else "-",
+              "cameras": ", ".join(seconds)}
+    for camera, spent in seconds.items():
+        values[f"share of model time: {camera}"] = f"{spent / total:.2f}" if total else "-"
+    return DiagnosticStatus(level=DiagnosticStatus.OK, name=name,
+                            message=f"shared by {len(seconds)} cameras", hardware_id=model,
+                            values=[KeyValue(key=k, value=v) for k, v in values.items()])

@@ -16,6 +16,11 @@ from .parameters import StartupError
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
 
 
+def prefixed(prefix: str, topic: str) -> str:
+    """``topic`` under a camera's ``prefix`` (relative, so remappable); as is for no prefix."""
+    return f"{prefix}/{topic}" if prefix else topic
+
+
 class Outputs:
     """One publisher per product this model gives and its ``publish_*`` switch allows.
 
@@ -23,13 +28,16 @@ class Outputs:
     listener: only the per-frame outputs make the node subscribe to the camera.
     """
 
-    def __init__(self, node: Node, spec: Any, values: dict[str, Any], watch: GraphWatch) -> None:
+    def __init__(self, node: Node, spec: Any, values: dict[str, Any], watch: GraphWatch,
+                 prefix: str = "") -> None:
+        """``prefix``: a camera's name; its outputs go under it (``front/depth/image``)."""
         self._node = node
         products = [key for group in OUTPUT_GROUPS.values()
                     if spec.output_index(group.model_output) is not None and values[group.switch]
                     for key in group.products]
         self.pubs: dict[str, Any] = {
-            key: node.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]], OUTPUTS[key][0],
+            key: node.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]],
+                                       prefixed(prefix, OUTPUTS[key][0]),
                                        **overridable(PUBLISHER_QOS), **watch.publisher_kwargs())
             for key in products if key != "classes"}
         self._classes_pub = None
@@ -39,7 +47,8 @@ class Outputs:
         if "classes" in products:
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self._classes_pub = node.create_publisher(MESSAGE_CLASSES[OUTPUTS["classes"][1]],
-                                                      OUTPUTS["classes"][0], latched)
+                                                      prefixed(prefix, OUTPUTS["classes"][0]),
+                                                      latched)
             self._classes_pub.publish(classes_message(messages))
 
     def listened(self) -> list[str]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
 from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
-from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
+from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for  # noqa: F401
 from ..core.settings import pipeline_config, scale_config  # noqa: F401 (the node's)
 from .compat import parameter_descriptor
 
@@ -56,13 +56,24 @@ def declare_parameters(node: Node, managed: bool = False) -> dict[str, Any]:
     except ParameterException as exc:
         raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
                            "are listed in config/depth.yaml.") from None
-    values = {p.name: node.get_parameter(p.name).value for p in PARAMS}
+    values = {p.name: parameter_value(node, p) for p in PARAMS}
     for spec in PARAMS:
         problem = spec.problem(values[spec.name])
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with "
                                f"-p {spec.name}:=<value>.")
     return values
+
+
+def parameter_value(node: Node, spec: ParamSpec) -> Any:
+    """A declared parameter's value. An empty list from a YAML file or ``-p name:=[]`` has no
+    type in ROS 2 and leaves a list parameter unset: that reads as the empty list."""
+    try:
+        return node.get_parameter(spec.name).value
+    except ParameterUninitializedException:
+        if isinstance(spec.default, list):
+            return []
+        raise
 
 
 def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
@@ -73,9 +84,13 @@ def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
 def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | None:
     """Why these values would pass relative depth off as metres (or cannot find a scale)."""
     if estimates_scale(metric_depth, values):
-        problem = scale_config(values).problem()
-        if problem:
-            return problem
+        # each camera's own height (camera_heights), where several cameras are set
+        heights = camera_heights_for(values) if "cameras" in values \
+            else [values["camera_height"]]
+        for height in heights:
+            problem = scale_config({**values, "camera_height": height}).problem()
+            if problem:
+                return problem
     return relative_output_problem(metric_depth, values["depth_scale_source"],
                                    values["max_depth"], values["depth_encoding"])
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -21,28 +20,32 @@ from typing import Any, Callable
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from sensor_msgs.msg import CompressedImage, Image
 
-from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
+from ..core.frame_slot import FrameSlot
 from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_metres,
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
-from ..core.parameters import PARAMS
+from ..core.parameters import PARAMS, camera_heights_for, camera_names
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
 from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
 from ..core.products import request_for
 from ..core.runner import ModelLoadError, resolve_model_path
+from ..core.round_robin import RoundRobinSlots
 from ..core.timing import RateMeter
 from ..core.two_stage import LiveTwoStage
+from .camera_channel import CameraChannel
 from .camera_input import CameraInput
 from .compat import GraphWatch, add_parameter_callbacks
-from .diagnostics import FrameStats, build_diagnostics
+from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
 from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
-                         depth_units_problem, estimates_scale, pipeline_config, scale_config)
+                         depth_units_problem, estimates_scale, parameter_value,
+                         pipeline_config, scale_config)
 
 NODE_NAME = "dense_perception"
 CAMERA_INFO_HISTORY = 30
@@ -53,6 +56,11 @@ FINISH_NICE = 10  # the post-processing thread's nice value, relative to the nod
 class _Frame:
     msg: Image | CompressedImage
     received: float
+    channel: CameraChannel
+
+    @property
+    def key(self) -> str:  # the camera, for the round-robin hand-over
+        return self.channel.name
 
 
 @dataclass
@@ -62,6 +70,10 @@ class _Inferred:
     pipeline: DensePipeline
     values: dict[str, Any]
     camera_info_source: str  # which CameraInfo was used (for diagnostics)
+
+    @property
+    def key(self) -> str:
+        return self.frame.channel.name
 
 
 class Perception:
@@ -84,46 +96,49 @@ class Perception:
             self.pipeline.runner = runner_hook(self.pipeline.runner)
         self.values = values
         self.spec = self.pipeline.spec
-        problem = depth_units_problem(self.spec.metric_depth, values)
+        names = camera_names(values["cameras"])
+        heights = camera_heights_for(values)
+        if len(heights) != max(1, len(names)):
+            raise StartupError(f"camera_heights has {len(heights)} values for {len(names)} "
+                               "cameras; give one per camera, in the order of cameras (or [] "
+                               "to use camera_height for all)")
+        problem = depth_units_problem(self.spec.metric_depth, values)  # every camera's
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
-        self.scaler = DepthScaler(scale_config(values)) \
-            if estimates_scale(self.spec.metric_depth, values) else None
-        self._references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
         self.model_name = Path(model_path).name
         self.state = ""  # the lifecycle state, for diagnostics ("" for the plain node)
         self.fatal = ""  # why the node must exit (the GPU worker is lost); "" while all is well
         self.active = False
         self._lock = threading.Lock()
         self._graph_lock = threading.Lock()
-        self.in_rate, self.out_rate = RateMeter(), RateMeter()
-        self.stats = FrameStats()
-        self._camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         self._warned: dict[str, float] = {}
         self.watch = GraphWatch(node, self.on_graph_change)
+        self.channels: list[CameraChannel] = []
         try:
-            self.outputs = Outputs(node, self.spec, values, self.watch)
+            for index, name in enumerate(names or [""]):
+                self.channels.append(CameraChannel(
+                    node, name, {**values, "camera_height": heights[index]}, self.spec,
+                    self.watch, estimates_scale=estimates_scale(self.spec.metric_depth, values),
+                    on_image=self._on_image))
         except StartupError:
+            for channel in self.channels:
+                channel.close()
             self.watch.close()  # a lifecycle node stays up, unconfigured: leave nothing behind
             raise
-        wants_reference = self.scaler is not None \
-            and values["depth_scale_source"] == "reference_depth"
-        self.camera = CameraInput(node, compressed=values["input_compressed"],
-                                  mode=values["input_qos"], on_image=self._on_image,
-                                  on_info=self._on_camera_info, watch=self.watch,
-                                  on_reference=self._on_reference if wants_reference else None,
-                                  info_mode=values["camera_info_qos"])
         self._diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diag_timer = node.create_timer(values["diagnostics_period"],
                                              self.publish_diagnostics)
+        # Several cameras: one slot per camera at each stage, taken in turn (fair sharing).
+        slots = (lambda: RoundRobinSlots(lambda item: item.key)) if names else FrameSlot
         self.stages = LiveTwoStage(self._infer, self._finish, on_error=self._on_failure,
-                                   name=NODE_NAME, second_nice=FINISH_NICE)
+                                   name=NODE_NAME, second_nice=FINISH_NICE, slots=slots)
         relative = "" if self.spec.metric_depth \
             else f"; depth_scale_source: {values['depth_scale_source']}"
         node.get_logger().info(
             f"{self.spec.display_name} ({'metric' if self.spec.metric_depth else 'relative'} "
             f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
-            f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}")
+            f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}"
+            + (f"; cameras: {', '.join(names)}" if names else ""))
         if self.pipeline.confidence_note():
             node.get_logger().warning(self.pipeline.confidence_note())
 
@@ -136,7 +151,8 @@ class Perception:
     def deactivate(self) -> None:
         """Stop receiving frames and publishing; the model stays loaded."""
         self.active = False
-        self.stats.end_wait()  # no output is due while inactive
+        for channel in self.channels:
+            channel.stats.end_wait()  # no output is due while inactive
         self.on_graph_change()
 
     def stop(self) -> None:
@@ -152,7 +168,8 @@ class Perception:
         self.deactivate()
         self.stop()
         self.watch.close()
-        self.outputs.close()
+        for channel in self.channels:
+            channel.close()
         self._node.destroy_timer(self._diag_timer)
         self._node.destroy_publisher(self._diag_pub)
         if self.pipeline is not None:
@@ -162,12 +179,14 @@ class Perception:
     def on_graph_change(self) -> None:
         """An output gained or lost a subscriber, or a camera publisher came or went."""
         with self._graph_lock:
-            self.camera.update(self.active and bool(self.outputs.listened()))
+            for channel in self.channels:
+                channel.update(self.active)
 
     def apply(self, changes: dict[str, Any]) -> None:
         """Use changed runtime parameters from the next frame on (already validated)."""
-        if self.scaler is not None:
-            self.scaler.configure(scale_config({**self.values, **changes}))
+        merged = {**self.values, **changes}
+        for channel, height in zip(self.channels, camera_heights_for(merged)):
+            channel.configure({**merged, "camera_height": height})
         with self._lock:
             self.values = {**self.values, **changes}
             old = self.pipeline
@@ -181,34 +200,61 @@ class Perception:
         """Frames replaced by newer ones before inference or before publishing."""
         return self.stages.dropped
 
+    # The single (or first) camera's parts, as before ``cameras`` (tests and tools read them).
+    @property
+    def camera(self) -> CameraInput:
+        return self.channels[0].camera
+
+    @property
+    def outputs(self) -> Outputs:
+        return self.channels[0].outputs
+
+    @property
+    def stats(self) -> FrameStats:
+        return self.channels[0].stats
+
+    @property
+    def scaler(self) -> DepthScaler | None:
+        return self.channels[0].scaler
+
+    @property
+    def _camera_infos(self) -> Any:
+        return self.channels[0].camera_infos
+
+    @property
+    def _references(self) -> Any:
+        return self.channels[0].references
+
+    @property
+    def in_rate(self) -> RateMeter:
+        return self.channels[0].in_rate
+
+    @property
+    def out_rate(self) -> RateMeter:
+        return self.channels[0].out_rate
+
     # ---- callbacks (executor thread) -------------------------------------------------------
-    def _on_image(self, msg: Image | CompressedImage) -> None:
-        now = time.monotonic()
-        self.in_rate.tick(now)
-        if self.active:
-            self.stats.frame_arrived(now)  # an output is due: the stall clock runs
-        self.stages.put(_Frame(msg, now))
-
-    def _on_camera_info(self, msg: CameraInfo) -> None:
-        self._camera_infos.add(stamp_ns(msg.header.stamp), msg)
-
-    def _on_reference(self, msg: Image) -> None:
-        self._references.append(msg)
+    def _on_image(self, channel: CameraChannel, msg: Image | CompressedImage) -> None:
+        self.stages.put(_Frame(msg, channel.arrived(self.active), channel))
 
     # ---- the two stages (worker threads) ---------------------------------------------------------
     def _on_failure(self, exc: Exception) -> None:
         if isinstance(exc, GpuWorkerFailedError) and not self.fatal:
             self.fatal = str(exc)  # node.main exits non-zero with it
-        self.stats.record_failure(f"{type(exc).__name__}: {exc}")
+        # which camera's frame failed is not known here: count it on each camera that waits
+        for channel in self.channels:
+            if channel.stats.waiting_since is not None or len(self.channels) == 1:
+                channel.stats.record_failure(f"{type(exc).__name__}: {exc}")
         self._warn_once_per("failure", f"frame failed, skipped: {type(exc).__name__}: {exc}")
 
     def _infer(self, frame: _Frame) -> _Inferred | None:
         with self._lock:
             pipeline, values = self.pipeline, self.values
-        listened = self.outputs.listened()
+        channel = frame.channel
+        listened = channel.outputs.listened()
         if not listened or not self.active:
-            self.stats.idle += 1
-            self.stats.end_wait()  # nobody wants this frame's output
+            channel.stats.idle += 1
+            channel.stats.end_wait()  # nobody wants this frame's output
             return None
         request = request_for(listened, values["points_rgb"])
         msg = frame.msg
@@ -218,52 +264,64 @@ class Perception:
             else:
                 image, encoding = image_to_array(msg), msg.encoding
         except BadImageError as exc:
-            self.stats.rejected += 1
-            self.stats.end_wait()  # no output is due for a bad frame (it is counted instead)
-            self._warn_once_per(f"bad:{str(exc)[:40]}", f"skipping image: {exc}")
+            channel.stats.rejected += 1
+            channel.stats.end_wait()  # no output is due for a bad frame (it is counted instead)
+            where = f"{channel.name}: " if channel.name else ""
+            self._warn_once_per(f"bad:{channel.name}:{str(exc)[:40]}",
+                                f"{where}skipping image: {exc}")
             return None
         # The camera is needed before inference: a distorted raw image is rectified first.
         # Until the first CameraInfo arrives, wait for it up to the slop after the frame came.
         slop = values["camera_info_slop"]
-        info, source = self._camera_infos.choose(
+        info, source = channel.camera_infos.choose(
             stamp_ns(msg.header.stamp), int(slop * 1e9),
             wait_s=frame.received + slop - time.monotonic())
+        started = time.monotonic()
         raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
+        channel.model_s += time.monotonic() - started
         return _Inferred(frame, raw, pipeline, values, source)
 
     def _finish(self, item: _Inferred) -> None:
+        channel = item.frame.channel
+        stats, scaler = channel.stats, channel.scaler
+        where = f"{channel.name}: " if channel.name else ""
         header = item.frame.msg.header
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
-        reference = self._reference_for(stamp, item.values) if self.scaler is not None else None
-        products = item.pipeline.finish(item.raw, None, self.scaler, stamp, reference)
-        self.stats.computed = products.computed()
-        if products.scale is not None and products.scale.reason and self.scaler is not None:
-            self._warn_once_per("scale", f"no depth scale from this frame: "
-                                         f"{products.scale.reason}", period=10.0)
-        self.stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
+        reference = self._reference_for(channel, stamp, item.values) \
+            if scaler is not None else None
+        products = item.pipeline.finish(item.raw, None, scaler, stamp, reference)
+        stats.computed = products.computed()
+        if products.scale is not None and products.scale.reason and scaler is not None:
+            self._warn_once_per(f"scale:{channel.name}", f"{where}no depth scale from this "
+                                f"frame: {products.scale.reason}", period=10.0)
+        stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
             else products.intrinsics_note
-        self.stats.intrinsics_guessed = products.intrinsics_guessed
-        self.stats.camera_note = products.camera_note
-        self.stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
+        stats.intrinsics_guessed = products.intrinsics_guessed
+        stats.camera_note = products.camera_note
+        stats.camera_model = "pinhole guess (fallback_hfov_deg)" \
             if products.intrinsics_guessed else item.raw.camera.describe()
         if products.intrinsics_guessed:
-            self._warn_once_per("camera_info", f"{products.intrinsics_note} (camera_info: "
-                                               f"{item.camera_info_source})", period=10.0)
+            self._warn_once_per(f"camera_info:{channel.name}",
+                                f"{where}{products.intrinsics_note} (camera_info: "
+                                f"{item.camera_info_source})", period=10.0)
         if products.camera_note:
-            self._warn_once_per("camera_note", products.camera_note, period=10.0)
+            self._warn_once_per(f"camera_note:{channel.name}", where + products.camera_note,
+                                period=10.0)
         if not self.active:  # deactivated while this frame was being computed
             return
         with item.pipeline.timer.stage("publish"):
-            self.outputs.publish(products, header, item.values["depth_encoding"])
-        self.stats.record_success(time.monotonic() - item.frame.received)
-        self.stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
-        self.stats.frame_id = header.frame_id
-        self.out_rate.tick()
+            channel.outputs.publish(products, header, item.values["depth_encoding"])
+        stats.record_success(time.monotonic() - item.frame.received)
+        stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
+        stats.frame_id = header.frame_id
+        channel.out_rate.tick()
 
-    def _reference_for(self, stamp: float, values: dict[str, Any]) -> Any:
-        """The reference depth (metres) nearest the image's stamp within the slop, or None."""
+    def _reference_for(self, channel: CameraChannel, stamp: float,
+                       values: dict[str, Any]) -> Any:
+        """The camera's reference depth (metres) nearest the image's stamp within the slop,
+        or None."""
         best, best_dt = None, values["reference_depth_slop"]
-        for msg in list(self._references):
+        for msg in list(channel.references):
             dt = abs(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - stamp)
             if dt <= best_dt:
                 best, best_dt = msg, dt
@@ -285,27 +343,47 @@ class Perception:
         # subscription count has caught up, and then no later event corrects the camera
         # subscription. Looking again every diagnostics period bounds that to one period.
         self.on_graph_change()
-        self._diag_pub.publish(build_diagnostics(
-            name=self._node.get_fully_qualified_name(),
+        arrays = [self._camera_diagnostics(channel, values, pipeline)
+                  for channel in self.channels]
+        array = arrays[0]
+        array.status = [status for a in arrays for status in a.status]
+        if len(self.channels) > 1:
+            array.status.append(model_status(
+                f"{self._node.get_fully_qualified_name()}: model",
+                backend=pipeline.runner.description, model=self.model_name,
+                stages=pipeline.timer.stats(),
+                seconds={channel.name: channel.model_s for channel in self.channels}))
+        self._diag_pub.publish(array)
+
+    def _camera_diagnostics(self, channel: CameraChannel, values: dict[str, Any],
+                            pipeline: DensePipeline) -> DiagnosticArray:
+        """One camera's status (named ``<node>: <camera>`` when there are several)."""
+        name = self._node.get_fully_qualified_name()
+        several = len(self.channels) > 1
+        return build_diagnostics(
+            name=f"{name}: {channel.name}" if several else name,
             stamp=self._node.get_clock().now().to_msg(),
             backend=pipeline.runner.description, model_kind=self.spec.kind,
             model_size=f"{self.spec.input_width}x{self.spec.input_height}", fit=values["fit"],
-            stats=self.stats, stages=pipeline.timer.stats(), input_hz=self.in_rate.rate(),
-            output_hz=self.out_rate.rate(), received=self.in_rate.total,
-            dropped=self.frames_dropped,
+            stats=channel.stats, stages=pipeline.timer.stats(),
+            input_hz=channel.in_rate.rate(), output_hz=channel.out_rate.rate(),
+            received=channel.in_rate.total,
+            dropped=self.stages.dropped_for(channel.name) if several else self.frames_dropped,
             backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
-            input_qos=self.camera.reliability(), depth_scale=self._depth_scale_status(values),
+            input_qos=channel.camera.reliability(),
+            depth_scale=self._depth_scale_status(channel, values),
             backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
             expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None),
-            host_threads=pipeline.host_threads.threads))
+            host_threads=pipeline.host_threads.threads)
 
-    def _depth_scale_status(self, values: dict[str, Any]) -> tuple[dict[str, str], str]:
+    def _depth_scale_status(self, channel: CameraChannel,
+                            values: dict[str, Any]) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
-        if self.scaler is None:
+        if channel.scaler is None:
             return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
                                                         values["depth_scale_source"],
                                                         values["relative_depth_scale"]))
-        return scale_diagnostics(self.scaler.last)
+        return scale_diagnostics(channel.scaler.last)
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
         """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
@@ -331,7 +409,7 @@ class ParameterHandling:
         return values
 
     def current_values(self) -> dict[str, Any]:
-        return {p.name: self.get_parameter(p.name).value for p in PARAMS}
+        return {p.name: parameter_value(self, p) for p in PARAMS}
 
     def _validate_parameters(self, params: list) -> SetParametersResult:
         state = None  # the plain node

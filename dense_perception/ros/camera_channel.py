@@ -1,0 +1,80 @@
+"""One camera of the node (``cameras``): its input subscriptions, its outputs under its prefix,
+its CameraInfo history, its metric-scale filter (DA3) and its counters. The model and the two
+worker stages are the node's and shared by every camera (``perception.Perception``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any, Callable
+
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+
+from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.metric_scale import DepthScaler
+from ..core.timing import RateMeter
+from .camera_input import CameraInput
+from .compat import GraphWatch
+from .diagnostics import FrameStats
+from .outputs import Outputs
+from .parameters import scale_config
+
+CAMERA_INFO_HISTORY = 30
+
+
+class CameraChannel:
+    """Everything that is per camera. ``name`` "" is the single default camera (topics
+    ``image``, ``camera_info``, outputs at the node's namespace, as before ``cameras``)."""
+
+    def __init__(self, node: Node, name: str, values: dict[str, Any], spec: Any,
+                 watch: GraphWatch, *, estimates_scale: bool,
+                 on_image: Callable[["CameraChannel", Any], None]) -> None:
+        """``values``: the node's parameter values with this camera's ``camera_height``;
+        ``on_image(channel, msg)``: a frame arrived (the executor thread)."""
+        self.name = name
+        self.values = values
+        self.scaler = DepthScaler(scale_config(values)) if estimates_scale else None
+        self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
+        self.references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
+        self.in_rate, self.out_rate = RateMeter(), RateMeter()
+        self.stats = FrameStats()
+        self.model_s = 0.0  # seconds of inference spent on this camera's frames (its share)
+        self.outputs = Outputs(node, spec, values, watch, prefix=name)
+        wants_reference = self.scaler is not None \
+            and values["depth_scale_source"] == "reference_depth"
+        self.camera = CameraInput(
+            node, compressed=values["input_compressed"], mode=values["input_qos"],
+            on_image=lambda msg: on_image(self, msg), on_info=self._on_camera_info,
+            watch=watch, on_reference=self._on_reference if wants_reference else None,
+            info_mode=values["camera_info_qos"], prefix=name)
+
+    def update(self, active: bool) -> None:
+        """Subscribe to the camera while active and one of its outputs has a subscriber
+        (lazy per camera: one nobody reads is not even received)."""
+        self.camera.update(active and bool(self.outputs.listened()))
+
+    def configure(self, values: dict[str, Any]) -> None:
+        """Runtime parameter changes (this camera's ``camera_height`` already in ``values``)."""
+        self.values = values
+        if self.scaler is not None:
+            self.scaler.configure(scale_config(values))
+
+    def close(self) -> None:
+        self.camera.close()
+        self.outputs.close()
+
+    def _on_camera_info(self, msg: CameraInfo) -> None:
+        self.camera_infos.add(stamp_ns(msg.header.stamp), msg)
+
+    def _on_reference(self, msg: Image) -> None:
+        self.references.append(msg)
+
+    def arrived(self, active: bool) -> float:
+        """Count a frame's arrival; its monotonic receive time."""
+        now = time.monotonic()
+        self.in_rate.tick(now)
+        if active:
+            self.stats.frame_arrived(now)  # an output is due: the stall clock runs
+        return now
