@@ -80,7 +80,8 @@ def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: flo
                size: tuple[int, int] = (1280, 720), output_topic: str = "depth/image",
                env: dict[str, str] | None = None, start_timeout: float = 300.0,
                subscribe_all: bool = False, bare: Callable[[], float] | None = None,
-               rounds: int = 3, log=print, encoding: str = "rgb8") -> StreamResult:
+               rounds: int = 3, log=print, encoding: str = "rgb8",
+               reliable: bool = False) -> StreamResult:
     """Start the node (``NodeProcess(ros_args, script=script)``), play ``seconds`` of frames at
     ``fps`` after its first output, stop it.
 
@@ -93,6 +94,9 @@ def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: flo
     its output subscriptions, so the node (lazy) only receives frames and the feed, the DDS
     traffic and the receiving process are exactly as when the node infers. A/B rounds cancel
     the drift of a noisy machine.
+
+    ``reliable`` plays the frames with reliable QoS (the node matches it): best effort, a
+    1280x720 frame's UDP fragments are lost on a busy machine and few frames arrive.
     """
     result = StreamResult()
     started = time.monotonic()
@@ -141,7 +145,8 @@ def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: flo
     watch_outputs()
     spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
-    player = ScenePlayer(client, fps=fps, size=size, encoding=encoding).start()
+    player = ScenePlayer(client, fps=fps, size=size, encoding=encoding,
+                         reliable=reliable).start()
     try:
         deadline = started + start_timeout
         while not first_output.wait(0.5):
