@@ -29,7 +29,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean
+.PHONY: bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean docs demo-picture
 
 setup: $(VENV)/.ready
 
@@ -60,6 +60,14 @@ $(VENV_JAZZY)/.ready: requirements.txt requirements-test.txt requirements-jazzy.
 	$(PYTHON) -m venv $(VENV_JAZZY) && $(VENV_JAZZY)/bin/pip install -q -c constraints-jazzy.txt \
 	  -r requirements-test.txt -r requirements-jazzy.txt -e .
 	@touch $@
+
+# docs/parameters.md from the settings table (core/parameters.py); test_docs fails when stale.
+docs: setup
+	$(PY) tools/gen_docs.py
+
+# docs/demo.png, the README's picture, from make demo's outputs.
+demo-picture: demo
+	$(PY) tools/demo_picture.py
 
 # Regenerate the bundled test models (they are committed; this is for changing them).
 models: setup

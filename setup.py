@@ -3,7 +3,7 @@
 The runtime dependencies (with their tested version ranges) live in requirements.txt, read here,
 so `pip install .` and `pip install -r requirements.txt` cannot drift apart. colcon does not
 install them (it builds with --no-deps): on a robot they come from rosdep (package.xml) and pip
-(README, "Running on a robot").
+(docs/install-on-a-robot.md).
 """
 
 from glob import glob

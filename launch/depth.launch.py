@@ -87,7 +87,7 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "backend", default_value="", choices=["", "auto", "gpu", "cpu", "npu"],
             description="auto (GPU if it works, else CPU), gpu, cpu (XNNPACK, e.g. on a "
-                        "Raspberry Pi 5) or npu (README: NPU); empty = the config's backend"),
+                        "Raspberry Pi 5) or npu (docs/npu.md); empty = the config's backend"),
         DeclareLaunchArgument(
             "input_qos", default_value="", choices=["", "auto", "sensor_data", "reliable"],
             description="Camera subscription QoS: auto (match the camera's reliability), "

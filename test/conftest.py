@@ -1,64 +1,16 @@
-"""Shared fixtures: the bundled test models and their reference functions."""
+"""Shared fixtures (what is not a fixture is in the support package: support/common.py)."""
 
-import importlib.util
-import shutil
 import signal
-from pathlib import Path
 
 import pytest
+
+from support.common import load_test_model_maker
 
 # A test run started in the background by a script (`make test &`) inherits SIGINT ignored, and
 # so would every node and command the tests start and then stop with SIGINT (they would hang
 # until killed, leaving their DDS endpoints behind). Restore Python's own handler.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-REPO = Path(__file__).resolve().parents[1]
-MODELS_DIR = REPO / "models"
-DA3_TEST_MODEL = str(MODELS_DIR / "test_da3_small.tflite")
-# DA3 with its confidence output (depth, confidence), as export-da3 writes it.
-DA3_CONFIDENCE_TEST_MODEL = str(MODELS_DIR / "test_da3_small_confidence.tflite")
-TIPS_TEST_MODEL = str(MODELS_DIR / "test_tipsv2_b14_dpt.tflite")
-# How long a test waits for the DDS graph to show a change. An endpoint of a node process that
-# an earlier test killed stays in the graph until its participant's lease runs out (Fast DDS:
-# 20 s), so waits for something to leave the graph allow more than that.
-GRAPH_TIMEOUT = 30.0
-
-
-def load_test_model_maker():
-    """Import models/make_test_models.py (it lives beside the models, not in the package)."""
-    spec = importlib.util.spec_from_file_location("make_test_models",
-                                                  MODELS_DIR / "make_test_models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_GPU_PROBE: list = []
-
-
-def gpu_probe():
-    """(adapter, "") when LiteRT's GPU backend works here (adapter may be a CPU emulation such
-    as lavapipe), else (None, why not). Probed once per test session."""
-    if not _GPU_PROBE:
-        from dense_perception.core.runner import litert_version
-        if litert_version().startswith("1."):
-            _GPU_PROBE.append((None, "the GPU backend needs ai-edge-litert 2.x"))
-        else:
-            from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
-            try:
-                runner = GpuProcessRunner(DA3_TEST_MODEL)
-                runner.close()
-                _GPU_PROBE.append((runner.adapter, ""))
-            except GpuUnavailableError as exc:
-                _GPU_PROBE.append((None, str(exc)))
-    return _GPU_PROBE[0]
-
-
-def hardware_gpu() -> bool:
-    """A GPU adapter that is not a CPU emulation (backend 'auto' would use it)."""
-    adapter, _ = gpu_probe()
-    return adapter is not None and not adapter.is_software
 
 
 @pytest.fixture(scope="session")
@@ -74,29 +26,11 @@ def pytest_configure(config):
         os.environ["ROS_DOMAIN_ID"] = str(110 + os.getpid() % 100)
 
 
-def run_cli(argv, capsys, **kwargs):
-    """``dense-perception ARGV`` in this process: (exit status, stdout, stderr)."""
-    from dense_perception.offline import cli
-    code = cli.main([str(a) for a in argv], **kwargs)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def copy_ignore():
-    """Skip what .gitignore lists (venvs, build/, install/, caches, outputs) and .git."""
-    patterns = [".git"]
-    for line in (REPO / ".gitignore").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            patterns.append(line.rstrip("/"))
-    return shutil.ignore_patterns(*patterns)
-
-
 @pytest.fixture
 def harness_factory():
     """make(params, **kwargs) -> a ros_harness.Harness (an in-process node over DDS), each
     closed when the test ends. rclpy is imported only here: conftest also serves ROS-free runs."""
-    from ros_harness import Harness
+    from support.ros_harness import Harness
 
     made = []
 

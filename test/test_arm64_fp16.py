@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, REPO
+from support.common import DA3_TEST_MODEL, REPO
 from dense_perception.core import cpu_precision as cp
 from dense_perception.core.runner import ModelLoadError, open_runner
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import REPO  # noqa: E402
+from support.common import REPO  # noqa: E402
 
 from tools.bench_host import HOST_STAGES, measure  # noqa: E402
 

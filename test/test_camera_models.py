@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-import camera_scenes as cs
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
+import support.camera_scenes as cs
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
 from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.conversions import camera_info_fields
 from dense_perception.core.fit import resize_depth

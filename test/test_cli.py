@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, REPO, TIPS_TEST_MODEL
+from support.common import DA3_TEST_MODEL, REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
@@ -27,12 +27,12 @@ from dense_perception.offline.fileio import read_ply  # noqa: E402
 
 TS = bagio.TYPESTORE
 
-from bag_maker import (COLOURS, H, STAMP0, T, W, frame_of, header,  # noqa: E402
+from support.bag_maker import (COLOURS, H, STAMP0, T, W, frame_of, header,  # noqa: E402
                        image_msg, log_time, read_bag, tips_depth, tips_label, tips_normal,
                        da3_depth, wait_for_flushed_messages, write_bag)
 
 
-from conftest import run_cli as run  # noqa: E402
+from support.common import run_cli as run  # noqa: E402
 
 
 # ---- bags ---------------------------------------------------------------------------------------

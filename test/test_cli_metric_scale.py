@@ -8,15 +8,15 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL
+from support.common import DA3_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 
 from tools.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
-from bag_maker import read_bag  # noqa: E402
-from conftest import run_cli as run  # noqa: E402
+from support.bag_maker import read_bag  # noqa: E402
+from support.common import run_cli as run  # noqa: E402
 from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
 from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.offline import bagio  # noqa: E402

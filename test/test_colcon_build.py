@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_ignore
+from support.common import copy_ignore
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "dense_perception"

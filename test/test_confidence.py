@@ -7,8 +7,8 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, TIPS_TEST_MODEL
-from model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits_of
+from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, TIPS_TEST_MODEL
+from support.model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits_of
 
 from dense_perception.core.models import CONFIDENCE_KIND, detect_model_spec
 from dense_perception.core.parameters import PARAMS_BY_NAME
@@ -211,7 +211,8 @@ def test_tipsv2_drops_points_whose_top_class_probability_is_under_it():
     frame[..., 0], frame[..., 1] = 120, 60
     frame[:, 224:, 2] = 83
     tips = load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(points_min_confidence=0.6, points_organized=True))
+                         config=PipelineConfig(points_min_confidence=0.6, points_organized=True,
+                                               points_stride=1))
     points = tips.process(frame, "rgb8", request=request_for(["points"])).points
     dropped = ~np.isfinite(points["z"])
     assert not dropped[:, :216].any() and dropped[:, 232:].all()

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import REPO, TIPS_TEST_MODEL  # noqa: E402
+from support.common import REPO, TIPS_TEST_MODEL  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

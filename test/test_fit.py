@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-import camera_scenes as cs
+import support.camera_scenes as cs
 from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.fit import FIT_MODES, Interp, make_fit_plan
 from dense_perception.core.intrinsics import Intrinsics

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TIPS_TEST_MODEL
+from support.common import REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
-from bag_maker import (fleet_output_name, raw_messages, wait_for_flushed_messages,  # noqa: E402
+from support.bag_maker import (fleet_output_name, raw_messages, wait_for_flushed_messages,  # noqa: E402
                        write_bag, write_fleet_bags)
 
 from dense_perception.offline import cli  # noqa: E402

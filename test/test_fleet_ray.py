@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TIPS_TEST_MODEL
+from support.common import REPO, TIPS_TEST_MODEL
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("rosbags")
 
-from bag_maker import fleet_output_name, raw_messages, write_bag, write_fleet_bags  # noqa: E402
+from support.bag_maker import fleet_output_name, raw_messages, write_bag, write_fleet_bags  # noqa: E402
 
 from dense_perception.offline import cli  # noqa: E402
 

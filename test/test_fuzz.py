@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL  # noqa: E402
-from ros_harness import Harness, camera_info, wait_until  # noqa: E402
+from support.common import DA3_TEST_MODEL  # noqa: E402
+from support.ros_harness import Harness, camera_info, wait_until  # noqa: E402
 
 from tools.loadgen import rss_mb  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe
 from dense_perception.core.gpu_runner import GpuProcessRunner
 from dense_perception.core.pipeline import Request, load_pipeline
 from dense_perception.core.runner import CompiledModelRunner, open_runner
@@ -152,7 +152,7 @@ def test_a_hung_or_dead_worker_is_replaced_a_bounded_number_of_times(adapter, ma
     worker gives the closed-form outputs again; one hang too many is final."""
     from signal import SIGKILL, SIGSTOP
     from dense_perception.core.gpu_runner import GpuWorkerError, GpuWorkerFailedError
-    from worker_procs import alive, gpu_workers
+    from support.worker_procs import alive, gpu_workers
 
     timeout = 1.0
     runner = GpuProcessRunner(DA3_TEST_MODEL, timeout_s=timeout, max_restarts=1)
@@ -281,8 +281,8 @@ def test_node_on_gpu_publishes_names_the_adapter_and_stays_responsive(adapter, m
         monkeypatch.setenv("LP_NUM_THREADS", str(max(1, (os.cpu_count() or 2) - 1)))
     pytest.importorskip("rclpy")
     from rcl_interfaces.srv import GetParameters
-    from ros_harness import Harness, camera_info
-    from model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
+    from support.ros_harness import Harness, camera_info
+    from support.model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
     from dense_perception.core.fit import make_fit_plan
     from dense_perception.core.pipeline import DensePipeline
     from dense_perception.core.conversions import image_msg_to_array
@@ -370,9 +370,9 @@ def test_offline_a_hung_gpu_inference_fails_its_input_and_the_next_goes_on(adapt
     import json
     from signal import SIGSTOP
     import cv2
-    from conftest import run_cli
-    from model_truth import da3_depth_of
-    from worker_procs import alive, wait_for_worker
+    from support.common import run_cli
+    from support.model_truth import da3_depth_of
+    from support.worker_procs import alive, wait_for_worker
 
     colour = np.array([40, 120, 200])  # RGB; a flat frame's depth is the closed form's
     first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
@@ -501,8 +501,8 @@ def test_a_killed_node_leaves_no_shared_memory_and_no_worker(adapter, node_clien
     ours (DDS keeps its own fastdds_* segments there), and the worker (hung too, by SIGSTOP)
     does not outlive the node."""
     from signal import SIGSTOP
-    from conftest import REPO
-    from worker_procs import shm_entries, wait_for_worker, wait_gone
+    from support.common import REPO
+    from support.worker_procs import shm_entries, wait_for_worker, wait_gone
 
     before = shm_entries()
     # The real node; slow_node.py with 0 s of padding prints INFERENCE_STARTED at each run.
@@ -531,7 +531,7 @@ def test_node_restarts_a_hung_worker_then_exits_1_with_one_fatal_line(adapter, n
     and the node publishes again; hung again twice in a row (gpu_max_restarts 1): the node
     exits with status 1 and one FATAL line, leaving no worker behind."""
     from signal import SIGSTOP
-    from worker_procs import alive, wait_for_worker, wait_gone
+    from support.worker_procs import alive, wait_for_worker, wait_gone
 
     node = gpu_node("-p", "gpu_timeout:=4.0", "-p", "gpu_max_restarts:=1",
                     "-p", "diagnostics_period:=0.2")

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, TIPS_TEST_MODEL
+from support.common import REPO, TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 
-from bag_maker import COLOURS, read_bag, tips_depth, write_bag  # noqa: E402
-from conftest import copy_ignore  # noqa: E402
+from support.bag_maker import COLOURS, read_bag, tips_depth, write_bag  # noqa: E402
+from support.common import copy_ignore  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
 
@@ -36,13 +36,16 @@ pytestmark = [
                        reason="installs fresh venvs from PyPI; run by `make test-install`"),
 ]
 README = (REPO / "README.md").read_text()
+INSTALL_DOC = (REPO / "docs" / "install-on-a-robot.md").read_text()
+OFFLINE_DOC = (REPO / "docs" / "offline-and-fleet.md").read_text()
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 INSTALL_TIMEOUT = 600
 
 
-def readme_block(section: str, index: int = 0) -> list[str]:
-    """The lines of the ``index``-th ```bash block of a README section."""
-    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+def readme_block(section: str, index: int = 0, text: str = README) -> list[str]:
+    """The lines of the ``index``-th ```bash block of a section of ``text`` (the README or a
+    docs/ file)."""
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", body, re.S)
     return [line for line in blocks[index].splitlines() if line.strip()]
 
@@ -79,7 +82,7 @@ def assert_tips_depth(out: Path, frames: int) -> None:
 
 
 def test_offline_section_from_a_fresh_clone(tmp_path):
-    lines = readme_block("Offline processing")
+    lines = readme_block("Offline processing", text=OFFLINE_DOC)
     assert any("pip install ." in line for line in lines), lines
     clone = tmp_path / "dense_perception"
     shutil.copytree(REPO, clone, ignore=copy_ignore())
@@ -125,6 +128,11 @@ def test_robot_recipe_on_debian_python(tmp_path):
     lines = readme_block("Running on a robot")
     start = next(i for i, line in enumerate(lines) if "venv --system-site-packages" in line)
     end = next(i for i, line in enumerate(lines) if "colcon build" in line)
+    # docs/install-on-a-robot.md explains the same lines, with comments: one recipe.
+    doc = [line.split("#")[0].strip()
+           for line in readme_block("Running on a robot", text=INSTALL_DOC)]
+    assert [line.split("#")[0].strip() for line in lines[start:end + 1]] == \
+        doc[doc.index(lines[start].strip()):][:end + 1 - start]
     recipe = [line.replace("python3 -m venv", f"{SYSTEM_PYTHON} -m venv", 1)
               for line in lines[start:end + 1]]
     bash("\n".join(recipe), ws, env)

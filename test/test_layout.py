@@ -2,13 +2,14 @@
 torch is imported only inside export/, and tools/ and test/ are not installed with the package."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 
 PACKAGE = REPO / "dense_perception"
 ROS_MODULES = ("rclpy", "sensor_msgs", "std_msgs", "diagnostic_msgs", "builtin_interfaces",
@@ -91,4 +92,68 @@ def test_tests_share_helpers_through_helper_modules_not_other_tests():
             mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             offenders += [f"{path.name}: {m}" for m in mods if m.split(".")[0].startswith("test_")]
+    assert offenders == []
+
+
+def _package_imports(path: Path, module: str) -> set[str]:
+    """The dense_perception modules ``path`` (module ``module``) imports, at any level
+    (function-level imports too): ``from .x import y`` counts as ``x.y`` when that is a
+    module, else ``x``."""
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        found.update(n for n in names if n.startswith("dense_perception"))
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    root = REPO / "dense_perception"
+    files = {".".join(p.relative_to(REPO).with_suffix("").parts): p
+             for p in root.rglob("*.py")}
+    modules = {m.removesuffix(".__init__"): p for m, p in files.items()}
+    graph = {}
+    for module, path in modules.items():
+        targets = {t for t in _package_imports(path, module) if t in modules}
+        # 'from .x import name' lists both x and x.name: keep the most specific module
+        graph[module] = {t for t in targets
+                         if not any(o.startswith(t + ".") for o in targets)} - {module}
+    # a package's __init__ is not a cycle participant of its own submodules
+    return {m: {t for t in ts if not m.startswith(t + ".")} for m, ts in graph.items()}
+
+
+def test_the_package_import_graph_has_no_cycles():
+    """Imports go one way (issue #23): every module's imports, function-level ones included,
+    form a graph without a cycle, so no module needs another that needs it back."""
+    import graphlib
+    graph = _import_graph()
+    assert "dense_perception.core.runner_base" in graph["dense_perception.core.cpu_precision"]
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_tests_import_shared_helpers_from_the_support_package():
+    """No test imports conftest as a module or edits sys.path: shared code is in test/support/
+    (issue #23)."""
+    offenders = []
+    for path in [*(REPO / "test").glob("*.py"), *(REPO / "test" / "support").glob("*.py")]:
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            offenders += [f"{path.name}: {m}" for m in mods if m == "conftest"]
+        if re.search(r"^\s*sys\.path\.(insert|append)\(", text, re.M):
+            offenders.append(f"{path.name}: edits sys.path")
     assert offenders == []

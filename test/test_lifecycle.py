@@ -7,11 +7,11 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
+from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from rcl_interfaces.srv import DescribeParameters, SetParameters  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from ros_harness import Harness, LifecycleClient, wait_until  # noqa: E402
+from support.ros_harness import Harness, LifecycleClient, wait_until  # noqa: E402
 
 from dense_perception.ros.lifecycle import LifecycleDensePerceptionNode  # noqa: E402
 

@@ -180,7 +180,7 @@ def test_scaler_reports_and_warns():
 
 def test_bad_settings_are_refused_with_the_fix():
     assert "needs camera_height" in ScaleConfig("ground_plane").problem()
-    assert "use 32FC1" in relative_output_problem(False, "none", 0.0, "16UC1")
+    assert "use depth_encoding 32FC1" in relative_output_problem(False, "none", 0.0, "16UC1")
     assert "set max_depth to 0" in relative_output_problem(False, "none", 5.0, "32FC1")
     assert relative_output_problem(True, "none", 5.0, "16UC1") is None
     assert relative_output_problem(False, "fixed", 5.0, "16UC1") is None
@@ -196,7 +196,7 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     """Through the real pipeline and the DA3 test model: relative depth (none) gives no points;
     ground_plane without a floor withholds depth and points but keeps the colour view; with a
     floor, depth and points are metres."""
-    from conftest import DA3_TEST_MODEL
+    from support.common import DA3_TEST_MODEL
     from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
     from tools.metric_scene import paint
     request = Request(depth=True, depth_colored=True, points=True)
@@ -209,7 +209,8 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     assert np.abs(products.depth - z / 0.75).max() < 0.003
     assert "points withheld: depth is relative" in products.withheld
     pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                             config=PipelineConfig(depth_scale_source="ground_plane"))
+                             config=PipelineConfig(depth_scale_source="ground_plane",
+                                                   points_stride=1))  # every pixel
     scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
     wall = paint(np.full((HEIGHT, WIDTH), 2.0))
     raw = pipeline.infer(wall, "rgb8", request)

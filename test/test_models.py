@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
 from dense_perception.core.models import MODEL_SPECS, ModelSignatureError, detect_model_spec
 from dense_perception.core.pipeline import load_pipeline
 

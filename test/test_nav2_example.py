@@ -1,4 +1,4 @@
-"""doc/nav2.md's example against the node: every topic its YAML names is one the node (or the
+"""docs/nav2.md's example against the node: every topic its YAML names is one the node (or the
 relay it gives) publishes, its QoS table is the node's real QoS over DDS, and what the semantic
 layer relies on holds (one stamp for labels, confidence and points; one point per label pixel,
 in pixel order). Nav2 itself is not on pip: its side is not run."""
@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import REPO, TIPS_TEST_MODEL
+from support.common import REPO, TIPS_TEST_MODEL
 from dense_perception.core.parameters import PARAMS_BY_NAME
 from dense_perception.core.postprocess import ade20k_class_names
 from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS
@@ -20,7 +20,7 @@ from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS
 yaml = pytest.importorskip("yaml")
 
 pytestmark = pytest.mark.timeout(60)
-DOC = (REPO / "doc" / "nav2.md").read_text()
+DOC = (REPO / "docs" / "nav2.md").read_text()
 
 
 def code_blocks(language):
@@ -111,8 +111,8 @@ def test_qos_table_rows_are_compatible():
 @pytest.mark.timeout(90)
 def test_the_node_publishes_what_the_example_wires():
     pytest.importorskip("rclpy")
-    from model_truth import tips_seg_confidence_of
-    from ros_harness import Harness, camera_info
+    from support.model_truth import tips_seg_confidence_of
+    from support.ros_harness import Harness, camera_info
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
     from dense_perception.core.fit import make_fit_plan

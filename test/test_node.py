@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, hardware_gpu  # noqa: E402
-from model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame,  # noqa: E402
+from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, hardware_gpu  # noqa: E402
+from support.model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame,  # noqa: E402
                          tips_depth_of, tips_normals_of)
-from ros_harness import camera_info, wait_until  # noqa: E402
+from support.ros_harness import camera_info, wait_until  # noqa: E402
 from rclpy.qos import ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402

@@ -9,12 +9,12 @@ pytest.importorskip("rclpy")
 
 import math  # noqa: E402
 
-import camera_scenes as cs  # noqa: E402
+import support.camera_scenes as cs  # noqa: E402
 import rclpy  # noqa: E402
-from conftest import GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
+from support.common import GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from ros_harness import Harness, camera_info, wait_until  # noqa: E402
+from support.ros_harness import Harness, camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, RegionOfInterest  # noqa: E402
 
 from dense_perception.core.camera_info_choice import (AFTER_WITHIN_SLOP,  # noqa: E402

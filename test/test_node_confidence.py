@@ -5,8 +5,8 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, GRAPH_TIMEOUT  # noqa: E402
-from model_truth import da3_confidence_of, da3_depth_of  # noqa: E402
+from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, GRAPH_TIMEOUT  # noqa: E402
+from support.model_truth import da3_confidence_of, da3_depth_of  # noqa: E402
 
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 

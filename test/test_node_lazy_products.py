@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import TIPS_TEST_MODEL  # noqa: E402
-from ros_harness import TOPIC_KEYS, camera_info, wait_until  # noqa: E402
+from support.common import TIPS_TEST_MODEL  # noqa: E402
+from support.ros_harness import TOPIC_KEYS, camera_info, wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 

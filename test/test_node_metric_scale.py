@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
-from ros_harness import camera_info  # noqa: E402
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
+from support.ros_harness import camera_info  # noqa: E402
 from tools.metric_scene import HEIGHT, WIDTH, Scene, paint  # noqa: E402
 from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
 from tools.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY  # noqa: E402

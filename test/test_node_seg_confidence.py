@@ -5,9 +5,9 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import TIPS_TEST_MODEL  # noqa: E402
-from model_truth import tips_seg_confidence_of  # noqa: E402
-from ros_harness import Harness, camera_info  # noqa: E402
+from support.common import TIPS_TEST_MODEL  # noqa: E402
+from support.model_truth import tips_seg_confidence_of  # noqa: E402
+from support.ros_harness import Harness, camera_info  # noqa: E402
 
 from dense_perception.core.conversions import image_msg_to_array  # noqa: E402
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, REPO, TIPS_TEST_MODEL, run_cli
+from support.common import DA3_TEST_MODEL, REPO, TIPS_TEST_MODEL, run_cli
 from dense_perception.core.runner import ModelLoadError, open_runner
 
 HAS_OPENVINO = bool(__import__("importlib").util.find_spec("openvino"))
@@ -330,8 +330,8 @@ def test_offline_process_with_backend_npu(openvino, tmp_path, capsys):
 @pytest.mark.timeout(180)
 def test_node_with_backend_npu_publishes_known_depth_and_names_openvino(openvino, tmp_path):
     pytest.importorskip("rclpy")
-    from ros_harness import Harness, camera_info
-    from model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
+    from support.ros_harness import Harness, camera_info
+    from support.model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
     from dense_perception.core.conversions import image_msg_to_array
     from dense_perception.core.fit import make_fit_plan
 

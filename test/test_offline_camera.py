@@ -4,8 +4,8 @@ node uses it (raw distorted frames rectified; ``--input-rectified`` for image_re
 import numpy as np
 import pytest
 
-import camera_scenes as cs
-from conftest import TIPS_TEST_MODEL
+import support.camera_scenes as cs
+from support.common import TIPS_TEST_MODEL
 
 pytest.importorskip("rosbags")
 

@@ -5,12 +5,13 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL
-from conftest import run_cli as run
+from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL
+from support.common import run_cli as run
 
 pytest.importorskip("rosbags")
 
-from bag_maker import COLOURS, frame_of, read_bag, write_bag  # noqa: E402
+from support.bag_maker import COLOURS, frame_of, read_bag, write_bag  # noqa: E402
+from support.model_truth import da3_confidence_of  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
 from dense_perception.offline import bagio  # noqa: E402
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def confidence_of(rgb):
-    """The DA3 confidence test model's confidence, written out: 1 + exp(normalised blue)."""
-    return 1.0 + np.exp((rgb[2] / 255.0 - 0.406) / 0.225)
+    """The DA3 confidence test model's confidence for one colour (model_truth's law)."""
+    return float(da3_confidence_of(np.asarray(rgb, np.float64)))
 
 
 def test_bag_gets_a_depth_confidence_topic_beside_depth(tmp_path, capsys):

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 from packaging.specifiers import SpecifierSet
 
-from conftest import REPO
+from support.common import REPO
 
 # Python module -> rosdep key, for what is not a ROS package of the same name.
 ROSDEP_KEYS = {"numpy": "python3-numpy", "cv2": "python3-opencv", "tqdm": "python3-tqdm",

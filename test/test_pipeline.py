@@ -8,8 +8,8 @@ NCHW/NHWC mix-up, wrong normalisation, wrong output order or rotation mistake br
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame, tips_depth_of,
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
+from support.model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame, tips_depth_of,
                          tips_normals_of)
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
@@ -142,7 +142,7 @@ def test_depth_scale_is_stable_across_frames(tips):
 
 
 def test_points_match_reference_back_projection(tips):
-    pipeline = reconfigure(tips, max_depth=3.0)
+    pipeline = reconfigure(tips, max_depth=3.0, points_stride=1)  # every pixel
     frame = np.rint(gradient_frame(640, 480)).astype(np.uint8)
     k = Intrinsics(fx=500.0, fy=505.0, cx=321.0, cy=238.0, width=640, height=480)
     products = pipeline.process(frame, "rgb8", camera=k,

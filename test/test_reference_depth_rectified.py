@@ -15,8 +15,8 @@ import cv2
 import numpy as np
 import pytest
 
-import camera_scenes as cs
-from conftest import DA3_TEST_MODEL
+import support.camera_scenes as cs
+from support.common import DA3_TEST_MODEL
 from dense_perception.core.camera_model import CameraModel
 from dense_perception.core.fit import make_fit_plan
 from dense_perception.core.metric_scale import DepthScaler, ScaleConfig, reference_scale

@@ -18,8 +18,8 @@ from rclpy.exceptions import InvalidHandle  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from conftest import DA3_TEST_MODEL  # noqa: E402
-from ros_harness import RaceTolerantExecutor, wait_until  # noqa: E402
+from support.common import DA3_TEST_MODEL  # noqa: E402
+from support.ros_harness import RaceTolerantExecutor, wait_until  # noqa: E402
 from dense_perception.ros import compat  # noqa: E402
 from dense_perception.ros.node import DensePerceptionNode  # noqa: E402
 

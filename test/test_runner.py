@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe, hardware_gpu
+from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe, hardware_gpu
 from dense_perception.core.runner import (CompiledModelRunner, InterpreterRunner, ModelLoadError,
                                      litert_version, open_runner)
 

@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import TIPS_TEST_MODEL, run_cli
-from model_truth import tips_seg_confidence_of
+from support.common import TIPS_TEST_MODEL, run_cli
+from support.model_truth import tips_seg_confidence_of
 from dense_perception.core import postprocess as post
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
 
@@ -118,7 +118,7 @@ def test_process_writes_confidence_png_and_bag_topic(tmp_path, capsys):
     """``process`` writes it with the other segmentation products: a PNG per image, and the
     node's topic in a bag, both equal to the model's softmax maximum."""
     pytest.importorskip("rosbags")
-    from bag_maker import COLOURS, read_bag, write_bag
+    from support.bag_maker import COLOURS, read_bag, write_bag
     from dense_perception.core.conversions import image_msg_to_array
     image = tmp_path / "one.png"
     cv2.imwrite(str(image), np.full((48, 64, 3), (200, 90, 10), np.uint8))  # bgr: blue 200

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL  # noqa: E402
+from support.common import DA3_TEST_MODEL  # noqa: E402
 from dense_perception.ros.diagnostics import FrameStats, health  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
@@ -79,7 +79,7 @@ class GatedRunner:
 @pytest.mark.timeout(90)
 def test_a_stalled_inference_goes_warn_then_error_then_recovers():
     from sensor_msgs.msg import Image
-    from ros_harness import Harness
+    from support.ros_harness import Harness
 
     gates = []
     h = Harness({"model_path": DA3_TEST_MODEL, "diagnostics_period": 0.1},

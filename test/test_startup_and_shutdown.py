@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from conftest import DA3_TEST_MODEL, REPO  # noqa: E402
+from support.common import DA3_TEST_MODEL, REPO  # noqa: E402
 from tools.node_process import NodeProcess  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
@@ -59,7 +59,7 @@ def test_startup_errors_fail_fast_with_one_line(args, expected):
 
 
 def test_unsupported_signature_error(tmp_path):
-    from conftest import load_test_model_maker
+    from support.common import load_test_model_maker
     path = tmp_path / "mobilenet.tflite"
     load_test_model_maker().write_signature_model(str(path), [(1, 224, 224, 3)], [(1, 1000)])
     code, out = exit_output(start_node("-p", f"model_path:={path}"))
@@ -112,7 +112,7 @@ def test_use_lifecycle_starts_a_managed_node():
 
     import rclpy
     from lifecycle_msgs.msg import State, Transition
-    from ros_harness import LifecycleClient
+    from support.ros_harness import LifecycleClient
 
     node = start_node("-p", f"model_path:={DA3_TEST_MODEL}", "-p", "use_lifecycle:=true")
     context = rclpy.Context()

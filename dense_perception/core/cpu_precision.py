@@ -104,7 +104,7 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
                     log: Callable[[str], None]):
     """The CPU runner for ``precision`` ('auto' | 'fp32' | 'fp16'); its ``description`` ends
     with the precision and, when fp16 was not used, why (one line)."""
-    from .runner import CompiledModelRunner, InterpreterRunner  # (runner imports this module)
+    from .runner_base import CompiledModelRunner, InterpreterRunner
 
     if precision not in CPU_PRECISIONS:
         raise ValueError(f"cpu_precision '{precision}' is unknown; allowed: "

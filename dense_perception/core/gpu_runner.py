@@ -336,7 +336,7 @@ def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,
     raises ModelLoadError for 'gpu'. The adapter and whether the graph is fully accelerated are
     logged either way.
     """
-    from .runner import ModelLoadError, litert_version
+    from .runner_base import ModelLoadError, litert_version
 
     global _software_adapter
     if backend == "auto" and _software_adapter is not None:  # this machine's, seen already
@@ -354,7 +354,7 @@ def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,
         if backend == "gpu":
             raise ModelLoadError(
                 f"the GPU backend did not initialise ({reason}). Install a Vulkan driver "
-                "for the GPU (README: GPU), or set backend to 'auto' or 'cpu'.") from None
+                "for the GPU (docs/gpu.md), or set backend to 'auto' or 'cpu'.") from None
         note = f"GPU unavailable ({reason}); fell back to CPU (XNNPACK)"
         log(note)
         return None, note
@@ -370,7 +370,7 @@ def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,
             log(note)
             return None, note
         warn(f"backend gpu runs on {where}: a CPU emulation of a GPU, slower than backend cpu "
-             "(no GPU Vulkan driver found; see README: GPU)")
+             "(no GPU Vulkan driver found; see docs/gpu.md)")
     log(f"GPU adapter: {where}; graph {accelerated}; gpu_precision {precision}")
     if not runner.fully_accelerated:
         warn(f"the model's graph is {accelerated}: expect CPU/GPU copies between its parts")

@@ -41,7 +41,7 @@ def _one_line(exc: BaseException) -> str:
 
 def serve(requests, reply) -> int:
     """Answer requests until stdin closes."""
-    from .runner import CompiledModelRunner
+    from .runner_base import CompiledModelRunner
 
     def send(message: dict[str, Any]) -> None:
         reply.write(json.dumps(message) + "\n")

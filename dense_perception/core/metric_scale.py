@@ -33,6 +33,7 @@ from .ground_plane import (GROUND_INLIER_TOLERANCE, fit_ground_plane, ground_poi
                            lower_view_samples)
 from .intrinsics import Intrinsics
 from .scale_filter import ScaleFilter
+from .setting_names import NODE, Syntax
 
 SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth")
@@ -56,38 +57,45 @@ class ScaleConfig:
     max_age: float = 50.0             # s without a good estimate, then the scale expires; 0: never
     per_frame: bool = False           # unrelated photos: each its own estimate, no filter
 
-    def problem(self) -> str | None:
-        """Why this configuration is impossible, or None."""
+    def problem(self, syntax: Syntax = NODE) -> str | None:
+        """Why this configuration is impossible, or None (settings named in ``syntax``)."""
+        n = syntax.name
         if self.source not in SCALE_SOURCES:
-            return (f"depth_scale_source '{self.source}' is unknown; allowed: "
+            return (f"{n('depth_scale_source')} '{self.source}' is unknown; allowed: "
                     f"{', '.join(SCALE_SOURCES)}")
         if self.source == "ground_plane" and not self.camera_height > 0:
-            return ("depth_scale_source 'ground_plane' needs camera_height: the optical centre's "
-                    "height above the floor in metres (e.g. -p camera_height:=0.35)")
+            return (f"{syntax.phrase('depth_scale_source', 'ground_plane')} needs "
+                    f"{n('camera_height')}: the optical centre's height above the floor in "
+                    f"metres (e.g. {syntax.example('camera_height', 0.35)})")
         if not self.time_constant > 0:
-            return f"depth_scale_time_constant must be > 0 s, got {self.time_constant}"
+            return f"{n('depth_scale_time_constant')} must be > 0 s, got {self.time_constant}"
         if not self.max_age >= 0:
-            return f"depth_scale_max_age must be >= 0 s (0: hold forever), got {self.max_age}"
+            return (f"{n('depth_scale_max_age')} must be >= 0 s (0: hold forever), "
+                    f"got {self.max_age}")
         return None
 
 
 def relative_output_problem(metric_model: bool, source: str, max_depth: float,
-                            depth_encoding: str) -> str | None:
-    """Why metre-only settings cannot apply to this depth, or None.
+                            depth_encoding: str, syntax: Syntax = NODE) -> str | None:
+    """Why metre-only settings cannot apply to this depth, or None (settings named in
+    ``syntax``).
 
     With a relative model and ``depth_scale_source: none`` the depth has no unit: 16UC1
     "millimetres" and a ``max_depth`` in metres would pass relative units off as metres.
     """
     if metric_model or source != "none":
         return None
-    fix = ("set depth_scale_source to fixed (relative_depth_scale = metres per unit), "
-           "ground_plane (with camera_height) or reference_depth")
+    n = syntax.name
+    none = syntax.phrase("depth_scale_source", "none")
+    fix = (f"set {n('depth_scale_source')} to fixed ({n('relative_depth_scale')} = metres per "
+           f"unit), ground_plane (with {n('camera_height')}) or reference_depth")
     if depth_encoding == "16UC1":
-        return ("depth_encoding 16UC1 means millimetres, but this model's depth is relative "
-                f"(depth_scale_source: none); use 32FC1, or {fix}")
+        return (f"{syntax.phrase('depth_encoding', '16UC1')} means millimetres, but this model's "
+                f"depth is relative ({none}); use {syntax.phrase('depth_encoding', '32FC1')}, "
+                f"or {fix}")
     if max_depth > 0:
-        return ("max_depth is in metres, but this model's depth is relative (depth_scale_source: "
-                f"none); set max_depth to 0, or {fix}")
+        return (f"{n('max_depth')} is in metres, but this model's depth is relative ({none}); "
+                f"set {n('max_depth')} to 0, or {fix}")
     return None
 
 

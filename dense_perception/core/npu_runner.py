@@ -21,7 +21,7 @@ for Intel, a dispatch library (it runs that bytecode) under ``ai_edge_litert/ven
   aarch64 wheel ships no vendor plugin at all); JIT-compiled, not cached. Untested here (no
   Qualcomm hardware): tools/npu_check.sh checks a board.
 
-``backend: auto`` never picks the NPU (README: NPU says why).
+``backend: auto`` never picks the NPU (docs/npu.md says why).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _litert_dir() -> Path:
 
 
 def _litert_version() -> str:
-    from .runner import litert_version
+    from .runner_base import litert_version
     return litert_version()
 
 
@@ -213,7 +213,7 @@ def _openvino_model(model_path: str, runtime: OpenVinoRuntime, device: str):
     from ai_edge_litert.environment import Environment, EnvironmentOptions
     from ai_edge_litert.intel_openvino_options import (IntelOpenVinoGraphBackend,
                                                        IntelOpenVinoOptions)
-    from .runner import CompiledModelRunner
+    from .runner_base import CompiledModelRunner
 
     env = Environment.create(options=EnvironmentOptions(
         runtime_path=str(_litert_dir()),
@@ -287,14 +287,14 @@ def _open_qualcomm(model_path: str, library_dir: str, log: Log):
     from ai_edge_litert import compiled_model as cm
     from ai_edge_litert.environment import Environment, EnvironmentOptions
     from ai_edge_litert.qualcomm_options import QualcommBackend, QualcommOptions
-    from .runner import CompiledModelRunner
+    from .runner_base import CompiledModelRunner
 
     folder = Path(library_dir).expanduser() if library_dir else None
     if folder is None or not list(folder.glob("libLiteRtDispatch_Qualcomm*.so")):
         raise NpuUnavailableError(
             "no Qualcomm dispatch library (libLiteRtDispatch_Qualcomm.so) in npu_library_dir "
             f"'{library_dir}': set it to the folder holding it and Qualcomm's QNN libraries "
-            "(the ai-edge-litert wheel has neither; README: NPU)")
+            "(the ai-edge-litert wheel has neither; docs/npu.md)")
     for lib in sorted(folder.glob("libQnn*.so")):  # the plugin opens them by name
         try:
             ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
@@ -329,7 +329,7 @@ def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
     ``compile_note`` and ``from_cache``). ``device`` is OpenVINO's; ``cache_dir`` as
     :func:`resolve_cache_dir`; ``library_dir``: the vendor's libraries (Qualcomm).
     ModelLoadError, one line, when it cannot start."""
-    from .runner import ModelLoadError, litert_version
+    from .runner_base import ModelLoadError, litert_version
 
     try:
         if litert_version().startswith("1."):
@@ -340,7 +340,7 @@ def open_npu_runner(model_path: str, vendor: str = "auto", device: str = "NPU",
                   else _open_openvino(model_path, device, resolve_cache_dir(cache_dir), log))
     except NpuUnavailableError as exc:
         raise ModelLoadError(f"the NPU backend did not start: {exc}. Fix it or set backend "
-                             "to 'auto' or 'cpu' (README: NPU)") from None
+                             "to 'auto' or 'cpu' (docs/npu.md)") from None
     runner.vendor = vendor
     runner.description = (f"npu ({runner.plugin}, device {runner.device}; LiteRT "
                           "CompiledModel)")
@@ -357,7 +357,7 @@ def open_npu_process_runner(model_path: str, options: dict[str, Any], log: Log, 
     their defaults). ModelLoadError, one line, when it cannot start."""
     from .gpu_runner import (DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, GpuProcessRunner,
                              GpuUnavailableError)
-    from .runner import ModelLoadError
+    from .runner_base import ModelLoadError
 
     try:
         runner = GpuProcessRunner(
@@ -368,7 +368,7 @@ def open_npu_process_runner(model_path: str, options: dict[str, Any], log: Log, 
         message = " ".join(str(exc).split())
         if not message.startswith("the NPU backend did not start"):  # the worker died
             message = (f"the NPU backend did not start: {message}. Fix it or set backend to "
-                       "'auto' or 'cpu' (README: NPU)")
+                       "'auto' or 'cpu' (docs/npu.md)")
         raise ModelLoadError(message) from None
     for note in runner.notes:  # what the worker logged while loading (the cache's fate)
         if not note.startswith(("NPU: ", "the model's graph")):

@@ -1,7 +1,10 @@
-"""The node's parameters: names, defaults, descriptions and allowed values (ROS-free data).
+"""The settings table: every setting's name, type (its default's), default, allowed values or
+range, runtime or restart-only, unit, description, and the offline command's flag (ROS-free).
 
-The node declares these with ParameterDescriptors; the launch test and the README use the same
-table, so there is one list.
+The one source for both front ends: the node declares its parameters from it
+(``ros/parameters.py``), ``dense-perception process`` generates its flags from it
+(``offline/settings_args.py``), both build the pipeline and scale configuration through
+``core/settings.py``, and ``docs/parameters.md`` is generated from it (``make docs``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from .metric_scale import SCALE_SOURCES
 from .models import MODEL_TYPES
 from .cpu_precision import CPU_PRECISIONS
-from .runner import BACKENDS, GPU_PRECISIONS
+from .runner_base import BACKENDS, GPU_PRECISIONS
 from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
 from .npu_runner import NPU_VENDORS, OPENVINO_DEVICES
+from .products import DEPTH_ENCODINGS
+from .setting_names import NODE, Syntax
 
-DEPTH_ENCODINGS = ("32FC1", "16UC1")
 INPUT_QOS = ("auto", "sensor_data", "reliable")
 CAMERA_INFO_QOS = ("auto", "sensor_data", "reliable", "transient_local")
 
@@ -33,98 +37,128 @@ class ParamSpec:
     low: float | None = None
     high: float | None = None
     runtime: bool = False  # may change while the node runs
+    unit: str = ""  # of a number: m, s, deg, px, m/unit, share ('' = none)
+    # The offline command's flag (``dense-perception process``), None = the node only. Flags
+    # are generated from this table (offline/settings_args.py) but for --model and
+    # --depth-format (npy/png16 for 32FC1/16UC1), which the command line writes out itself.
+    offline: str | None = None
 
-    def problem(self, value: Any) -> str | None:
-        """Why ``value`` is not allowed, or None."""
+    def problem(self, value: Any, syntax: Syntax = NODE) -> str | None:
+        """Why ``value`` is not allowed, or None (the setting named in ``syntax``)."""
+        name = syntax.name(self.name)
         if self.choices and value not in self.choices:
-            return f"{self.name} '{value}' is not allowed; use one of: {', '.join(self.choices)}"
+            return f"{name} '{value}' is not allowed; use one of: {', '.join(self.choices)}"
         if self.low is not None and not value >= self.low:
-            return f"{self.name} must be >= {self.low:g}, got {value}"
+            return f"{name} must be >= {self.low:g}, got {value}"
         if self.high is not None and not value <= self.high:
-            return f"{self.name} must be <= {self.high:g}, got {value}"
+            return f"{name} must be <= {self.high:g}, got {value}"
         if self.name == "num_threads" and value == 0:
-            return "num_threads must be >= 1, or -1 for all cores; got 0"
+            return f"{name} must be >= 1, or -1 for all cores; got 0"
         return None
 
 
 PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("model_path", "", "Path to the .tflite model (DA3-Small or TIPSv2-B14-DPT); "
-              "relative paths are looked up in the package's models/ folder too."),
+              "relative paths are looked up in the package's models/ folder too.",
+              offline="--model"),
     ParamSpec("model_type", "auto", "Model kind; 'auto' detects it from the file's signature.",
-              choices=MODEL_TYPES),
+              choices=MODEL_TYPES,
+              offline="--model-type"),
     ParamSpec("backend", "auto", "'gpu' (LiteRT CompiledModel, WebGPU over Vulkan), 'cpu' "
               "(XNNPACK), 'npu' (a LiteRT vendor plugin: npu_vendor) or 'auto' (the GPU if it "
               "initialises and is not a CPU emulation such as llvmpipe, else the CPU; never the "
-              "NPU).", choices=BACKENDS),
+              "NPU).", choices=BACKENDS,
+              offline="--backend"),
     ParamSpec("gpu_precision", "fp16", "GPU arithmetic for backend gpu/auto: fp16 (LiteRT's "
               "default, fastest) or fp32 (GpuOptions enforce_f32: for values beyond fp16's "
-              "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS),
+              "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS,
+              offline="--gpu-precision"),
     ParamSpec("gpu_timeout", DEFAULT_TIMEOUT_S, "Seconds one GPU inference may take (real "
               "models: milliseconds to tenths of a second); past it the GPU worker process is "
-              "killed and restarted, and that frame fails.", low=0.1, high=3600.0),
+              "killed and restarted, and that frame fails.", low=0.1, high=3600.0,
+              unit="s", offline="--gpu-timeout"),
     ParamSpec("gpu_max_restarts", DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
               "timeout or a crash) with no good inference between them; one more and the node "
-              "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000),
+              "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000,
+              offline="--gpu-max-restarts"),
     ParamSpec("npu_vendor", "auto", "backend npu: the LiteRT vendor plugin: intel_openvino "
               "(Intel Core Ultra NPUs through OpenVINO), qualcomm (Hexagon HTP through QNN) or "
-              "auto (intel_openvino on x86_64, qualcomm on aarch64).", choices=NPU_VENDORS),
+              "auto (intel_openvino on x86_64, qualcomm on aarch64).", choices=NPU_VENDORS,
+              offline="--npu-vendor"),
     ParamSpec("openvino_device", "NPU", "backend npu, intel_openvino: OpenVINO's device: NPU, "
               "GPU, or CPU (a test bed on machines without an NPU, slower than backend cpu).",
-              choices=OPENVINO_DEVICES),
+              choices=OPENVINO_DEVICES,
+              offline="--openvino-device"),
     ParamSpec("npu_cache_dir", "", "backend npu: folder of compiled models (keyed by model "
               "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
-              "dense_perception/npu; 'off' = compile at every start."),
+              "dense_perception/npu; 'off' = compile at every start.",
+              offline="--npu-cache-dir"),
     ParamSpec("npu_library_dir", "", "backend npu, qualcomm: folder with LiteRT's Qualcomm "
               "dispatch library (libLiteRtDispatch_Qualcomm.so), optionally its compiler "
               "plugin, and Qualcomm's QNN libraries (libQnn*.so); no ai-edge-litert wheel has "
-              "them. Unused for intel_openvino."),
+              "them. Unused for intel_openvino.",
+              offline="--npu-library-dir"),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
-              low=-1, high=256),
+              low=-1, high=256,
+              offline="--threads"),
     ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "
               "(ARMv8.2+, e.g. Pi 5), 'fp32', or 'auto' (fp16 if the CPU has it and the model "
               "passes an fp16-vs-fp32 check at load, else fp32; the log says which).",
-              choices=CPU_PRECISIONS),
+              choices=CPU_PRECISIONS,
+              offline="--cpu-precision"),
     ParamSpec("fit", "crop", "How frames meet the model's fixed input without padding: crop "
               "(centre crop, no distortion), stretch, or rotate (turn landscape frames for "
-              "portrait models).", choices=FIT_MODES, runtime=True),
+              "portrait models).", choices=FIT_MODES, runtime=True,
+              offline="--fit"),
     ParamSpec("output_resolution", "model", "Publish on the model's grid ('model', cheaper) or "
-              "at the camera's full size ('input').", choices=OUTPUT_RESOLUTIONS, runtime=True),
+              "at the camera's full size ('input').", choices=OUTPUT_RESOLUTIONS, runtime=True,
+              offline="--output-resolution"),
     ParamSpec("relative_depth_scale", 1.0, "depth_scale_source fixed: metres per unit of "
               "relative depth (DA3), asserted by you; none: a unitless multiplier. Metric models "
-              "ignore it.", low=1e-9, high=1e9, runtime=True),
+              "ignore it.", low=1e-9, high=1e9, runtime=True,
+              unit="m/unit", offline="--relative-depth-scale"),
     ParamSpec("depth_scale_source", "none", "Where the metric scale of relative depth (DA3) "
               "comes from: none (depth stays relative: 32FC1 unitless, no points, no 16UC1 or "
               "max_depth), fixed (relative_depth_scale is metres per unit, asserted), "
               "ground_plane (from camera_height above a flat floor) or reference_depth (from a "
               "metric depth image on reference_depth). Metric models ignore it.",
-              choices=SCALE_SOURCES),
+              choices=SCALE_SOURCES,
+              offline="--depth-scale-source"),
     ParamSpec("camera_height", 0.0, "Height (m) of the camera's optical centre above the floor; "
-              "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True),
+              "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True,
+              unit="m", offline="--camera-height"),
     ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
               "filter that smooths the estimated scale; a scene change larger than the noise "
-              "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True),
+              "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True,
+              unit="s", offline="--depth-scale-time-constant"),
     ParamSpec("depth_scale_max_age", 50.0, "Seconds (by frame stamps) the last scale is held "
               "when frames give none (no floor or reference in view); older, depth/image and "
               "points are withheld again (diagnostics WARN) until a new estimate. 0 = hold "
               "forever. The default is 10 default time constants: raise it with "
-              "depth_scale_time_constant.", low=0.0, high=1e6, runtime=True),
+              "depth_scale_time_constant.", low=0.0, high=1e6, runtime=True,
+              unit="s", offline="--depth-scale-max-age"),
     ParamSpec("ground_max_tilt_deg", 30.0, "ground_plane: largest angle (deg) between the floor's "
               "normal and the image's down axis (camera pitch or roll).", low=1.0, high=89.0,
-              runtime=True),
+              runtime=True,
+              unit="deg", offline="--ground-max-tilt"),
     ParamSpec("depth_scale_min_inliers", 0.3, "Smallest share of inliers (floor points in the "
               "lower view, or agreeing reference pixels) for a frame's scale to count.",
-              low=0.0, high=1.0, runtime=True),
+              low=0.0, high=1.0, runtime=True,
+              unit="share", offline="--depth-scale-min-inliers"),
     ParamSpec("reference_depth_slop", 0.05, "reference_depth: largest stamp difference (s) "
               "between an image and the reference depth used for it.", low=0.0, high=10.0,
-              runtime=True),
+              runtime=True,
+              unit="s", offline="--reference-depth-slop"),
     ParamSpec("max_depth", 0.0, "Points farther than this (m) are dropped; 0 = no limit.",
-              low=0.0, high=1e6, runtime=True),
+              low=0.0, high=1e6, runtime=True,
+              unit="m", offline="--max-depth"),
     ParamSpec("points_min_confidence", 0.1, "Drop the least confident points, in [0, 1]; 0 = "
               "keep all. DA3 (a file with its confidence output): the quantile of the frame's "
               "confidence under which points are dropped (0.4 = the official DA3 export's 40th "
               "percentile). TIPSv2: the top-class segmentation probability under which points "
               "are dropped. No effect on a DA3 file without confidence.", low=0.0, high=1.0,
-              runtime=True),
+              runtime=True,
+              offline="--points-min-confidence"),
     ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored "
               "and depth/confidence (DA3 files with a confidence output)."),
     ParamSpec("publish_normals", True, "Publish normals/image and normals/colored (if the "
@@ -132,21 +166,28 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("publish_segmentation", True, "Publish segmentation/* (if the model segments)."),
     ParamSpec("publish_points", True, "Publish the points PointCloud2."),
     ParamSpec("points_rgb", True, "Add the camera colour to each point (rgb field).",
-              runtime=True),
+              runtime=True,
+              offline="--points-rgb"),
     ParamSpec("points_stride", 2, "Use every n-th pixel in each direction for the cloud.",
-              low=1, high=64, runtime=True),
+              low=1, high=64, runtime=True,
+              unit="px", offline="--points-stride"),
     ParamSpec("points_organized", False, "Keep the image grid in the cloud (NaN for invalid "
-              "pixels) instead of dropping invalid points.", runtime=True),
+              "pixels) instead of dropping invalid points.", runtime=True,
+              offline="--points-organized"),
     ParamSpec("input_rectified", False, "true: the image is rectified (image_rect), use "
               "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
-              "here first when D is not zero.", runtime=True),
+              "here first when D is not zero.", runtime=True,
+              offline="--input-rectified"),
     ParamSpec("fallback_hfov_deg", 60.0, "Horizontal field of view for a guessed pinhole "
-              "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True),
+              "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True,
+              unit="deg", offline="--fallback-hfov"),
     ParamSpec("host_threads", 0, "Threads for the host work around inference (the "
               "segmentation argmax and confidence in bands of rows); 0 = auto: the cores this "
-              "process may use, at most 4.", low=0, high=64),
+              "process may use, at most 4.", low=0, high=64,
+              offline="--host-threads"),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
-              low=0.05, high=3600.0),
+              low=0.05, high=3600.0,
+              unit="s"),
     ParamSpec("input_qos", "auto", "Camera subscription QoS: 'auto' matches the camera "
               "publisher's reliability (history depth 1) and re-checks when it appears; "
               "'sensor_data' (best effort, REP 2003) or 'reliable' force one.",
@@ -158,14 +199,16 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("camera_info_slop", 0.05, "When no CameraInfo is stamped at or before an image, "
               "use the first one stamped at most this long (s) after it (drivers that stamp "
               "CameraInfo on another clock); until the first CameraInfo arrives, a frame waits "
-              "at most this long for it (once).", low=0.0, high=10.0, runtime=True),
+              "at most this long for it (once).", low=0.0, high=10.0, runtime=True,
+              unit="s"),
     ParamSpec("use_lifecycle", False, "Run as a managed (lifecycle) node: configure loads the "
               "model, activate starts publishing, deactivate stops inference, cleanup frees "
               "the model."),
     ParamSpec("input_compressed", False, "Subscribe to image/compressed (JPEG/PNG) instead "
               "of image."),
     ParamSpec("depth_encoding", "32FC1", "depth/image encoding: 32FC1 (metres, NaN invalid) "
-              "or 16UC1 (millimetres, 0 invalid).", choices=DEPTH_ENCODINGS, runtime=True),
+              "or 16UC1 (millimetres, 0 invalid).", choices=DEPTH_ENCODINGS, runtime=True,
+              offline="--depth-format"),
 )
 
 PARAMS_BY_NAME = {p.name: p for p in PARAMS}

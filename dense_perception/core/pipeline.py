@@ -25,6 +25,7 @@ from .pointcloud import depth_to_points
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
 from .rectify import Rectifier
 from .runner import Runner, check_model_file, open_runner
+from .setting_names import NODE, Syntax
 from .timing import StageTimer
 
 
@@ -117,36 +118,38 @@ class PipelineConfig:
     output_resolution: str = "model"
     relative_depth_scale: float = 1.0
     max_depth: float = 0.0  # 0 = no limit
-    points_min_confidence: float = 0.0  # 0 = keep all; see core.confidence
-    points_stride: int = 1
+    points_min_confidence: float = 0.1  # 0 = keep all; see core.confidence
+    points_stride: int = 2  # defaults: the node's (core.parameters; test_settings checks)
     points_organized: bool = False
     fallback_hfov_deg: float = 60.0
     depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
     input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
     host_threads: int = 0  # threads for the host work around inference; 0 = auto (host_threads)
 
-    def problem(self) -> str | None:
-        """Why this configuration is impossible, or None."""
+    def problem(self, syntax: Syntax = NODE) -> str | None:
+        """Why this configuration is impossible, or None (settings named in ``syntax``)."""
+        n = syntax.name
         if self.fit not in FIT_MODES:
-            return f"fit '{self.fit}' is unknown; allowed: {', '.join(FIT_MODES)}"
+            return f"{n('fit')} '{self.fit}' is unknown; allowed: {', '.join(FIT_MODES)}"
         if self.output_resolution not in OUTPUT_RESOLUTIONS:
-            return (f"output_resolution '{self.output_resolution}' is unknown; allowed: "
+            return (f"{n('output_resolution')} '{self.output_resolution}' is unknown; allowed: "
                     f"{', '.join(OUTPUT_RESOLUTIONS)}")
         if not (self.relative_depth_scale > 0 and math.isfinite(self.relative_depth_scale)):
-            return f"relative_depth_scale must be > 0, got {self.relative_depth_scale}"
+            return f"{n('relative_depth_scale')} must be > 0, got {self.relative_depth_scale}"
         if not self.max_depth >= 0:
-            return f"max_depth must be >= 0 (0 = no limit), got {self.max_depth}"
+            return f"{n('max_depth')} must be >= 0 (0 = no limit), got {self.max_depth}"
         if self.host_threads < 0:
-            return f"host_threads must be >= 0 (0 = auto), got {self.host_threads}"
+            return f"{n('host_threads')} must be >= 0 (0 = auto), got {self.host_threads}"
         if self.points_stride < 1:
-            return f"points_stride must be >= 1, got {self.points_stride}"
+            return f"{n('points_stride')} must be >= 1, got {self.points_stride}"
         if not 0.0 <= self.points_min_confidence <= 1.0:
-            return f"points_min_confidence must be in [0, 1], got {self.points_min_confidence}"
+            return (f"{n('points_min_confidence')} must be in [0, 1], "
+                    f"got {self.points_min_confidence}")
         if self.depth_scale_source not in SCALE_SOURCES:
-            return (f"depth_scale_source '{self.depth_scale_source}' is unknown; allowed: "
-                    f"{', '.join(SCALE_SOURCES)}")
+            return (f"{n('depth_scale_source')} '{self.depth_scale_source}' is unknown; "
+                    f"allowed: {', '.join(SCALE_SOURCES)}")
         if not 1.0 <= self.fallback_hfov_deg <= 179.0:
-            return f"fallback_hfov_deg must be in [1, 179], got {self.fallback_hfov_deg}"
+            return f"{n('fallback_hfov_deg')} must be in [1, 179], got {self.fallback_hfov_deg}"
         return None
 
 
@@ -346,28 +349,19 @@ class DensePipeline:
             products.camera_note = raw.camera.note()
         products.intrinsics = plan.published_intrinsics(camera_k, res)
 
+        jobs = []  # the depth view and the cloud: independent, side by side on host threads
         if products.depth is not None:
             with self.timer.stage("scale"):
                 products.scale = self._scale(products, scaler, stamp, reference)
             if request.depth_colored:
-                products.depth_colored = post.colorize_depth(products.depth)
+                def colour_depth(depth: np.ndarray = products.depth) -> None:
+                    products.depth_colored = post.colorize_depth(depth)
+                jobs.append(colour_depth)
         if request.points and products.depth is not None and not products.depth_metric:
             products.withheld = f"points withheld: depth is {products.scale.units()}"
         elif request.points and products.depth is not None:
-            rgb = None
-            if request.points_rgb:
-                if res == "input":
-                    full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified \
-                        else frame
-                    source = to_rgb8(full, raw.fmt)
-                else:
-                    source = to_rgb8(raw.fitted, raw.fmt)
-                rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
-            products.points = depth_to_points(
-                products.depth, products.intrinsics, stride=self.config.points_stride,
-                max_depth=self.config.max_depth or float("inf"), rgb=rgb,
-                organized=self.config.points_organized,
-                keep=self._confident(raw, products, unseen))
+            jobs.append(lambda: self._points(raw, products, unseen))
+        self.host_threads.run(jobs)
         if withholds_depth(products.scale):
             # Not metres yet, but it will be once a scale is found: withheld, so that no topic or
             # file set ever holds two units (the colour view above has no unit and stays).
@@ -375,6 +369,23 @@ class DensePipeline:
             products.withheld = f"depth and points withheld: {products.scale.units()}"
         return products
 
+
+    def _points(self, raw: RawFrame, products: Products, unseen: np.ndarray | None) -> None:
+        """The cloud of the (metric) depth, coloured from the frame when asked."""
+        res, plan, frame = self.config.output_resolution, raw.plan, raw.frame
+        rgb = None
+        if raw.request.points_rgb:
+            if res == "input":
+                full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified else frame
+                source = to_rgb8(full, raw.fmt)
+            else:
+                source = to_rgb8(raw.fitted, raw.fmt)
+            rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
+        products.points = depth_to_points(
+            products.depth, products.intrinsics, stride=self.config.points_stride,
+            max_depth=self.config.max_depth or float("inf"), rgb=rgb,
+            organized=self.config.points_organized,
+            keep=self._confident(raw, products, unseen))
 
     def _unfit_confidence(self, confidence: np.ndarray, plan: FitPlan,
                           unseen: np.ndarray | None) -> np.ndarray:
@@ -437,7 +448,7 @@ def camera_problem(camera: CameraModel | None, width: int, height: int) -> str |
 def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "auto",
                   num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
                   log=print, gpu_precision: str = "fp16", warn=None,
-                  cpu_precision: str = "fp32", gpu_timeout: float | None = None,
+                  cpu_precision: str = "auto", gpu_timeout: float | None = None,
                   gpu_max_restarts: int | None = None,
                   npu_options: dict | None = None) -> DensePipeline:
     """Check the configuration, load the model, detect its kind and build the pipeline

@@ -18,19 +18,15 @@ import sys
 from typing import Any, Callable
 
 from .. import __version__
-from ..core.fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from ..core.models import MODEL_TYPES, ModelSignatureError
-from ..core.npu_runner import NPU_VENDORS, OPENVINO_DEVICES
-from ..core.parameters import PARAMS_BY_NAME
-from ..core.runner import BACKENDS, ModelLoadError
+from ..core.allocator import keep_freed_memory
+from ..core.models import ModelSignatureError
+from ..core.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
-from .process import COPY_MODES, cmd_process
+from .fleet import is_fleet, run_fleet
+from .process import COPY_MODES, process_one
 from .scale_options import ScaleOptionError, add_scale_arguments
-
-
-def _default(name: str) -> Any:
-    return PARAMS_BY_NAME[name].default
+from .settings_args import add_setting_arguments
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,63 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", "-o", help="output folder (images/video) or new bag folder (bag "
                    "input); default: <input>_dense next to the input. Many inputs: the folder "
                    "that gets one output per input and the fleet summary (required)")
-    p.add_argument("--backend", choices=BACKENDS, default=_default("backend"),
-                   help="gpu, cpu (XNNPACK) or auto (GPU if it initialises, else CPU)")
-    p.add_argument("--threads", type=int, default=_default("num_threads"),
-                   help="CPU threads; -1 = all cores")
-    p.add_argument("--gpu-timeout", type=float, default=_default("gpu_timeout"),
-                   help="seconds one GPU inference may take; past it the GPU worker is "
-                   "restarted and the input fails (the next input goes on)")
-    p.add_argument("--gpu-max-restarts", type=int, default=_default("gpu_max_restarts"),
-                   help="GPU worker restarts with no good inference between them before the "
-                   "GPU counts as lost")
-    p.add_argument("--npu-vendor", choices=NPU_VENDORS, default=_default("npu_vendor"),
-                   help="--backend npu: the LiteRT vendor plugin (auto: intel_openvino on "
-                   "x86_64, qualcomm on aarch64)")
-    p.add_argument("--openvino-device", choices=OPENVINO_DEVICES,
-                   default=_default("openvino_device"),
-                   help="--backend npu with OpenVINO: its device (CPU: a test bed)")
-    p.add_argument("--npu-cache-dir", default=_default("npu_cache_dir"),
-                   help="--backend npu: compiled models ('' = ~/.cache/dense_perception/npu; "
-                   "off = compile at every start)")
-    p.add_argument("--npu-library-dir", default=_default("npu_library_dir"),
-                   help="--backend npu, qualcomm: folder of LiteRT's Qualcomm dispatch library "
-                   "and the QNN libraries")
-    p.add_argument("--model-type", choices=MODEL_TYPES, default="auto")
-    p.add_argument("--fit", choices=FIT_MODES, default=_default("fit"),
-                   help="how frames meet the model input: crop, stretch, rotate")
-    p.add_argument("--output-resolution", choices=OUTPUT_RESOLUTIONS,
-                   default=_default("output_resolution"),
-                   help="outputs on the model grid or at the input size")
     p.add_argument("--outputs", default="all", help="comma-separated subset of depth, "
                    "depth_confidence (DA3 files with confidence), normals, seg, points "
                    "(default: all the model provides)")
     p.add_argument("--depth-format", choices=("npy", "png16"), default="npy",
                    help="depth data: float32 metres (.npy files / 32FC1 in bags) or 16-bit "
                    "millimetres (PNG files / 16UC1 in bags)")
-    p.add_argument("--relative-depth-scale", type=float,
-                   default=_default("relative_depth_scale"))
-    p.add_argument("--max-depth", type=float, default=_default("max_depth"),
-                   help="drop points farther than this (m); 0 = no limit")
-    p.add_argument("--points-min-confidence", type=float,
-                   default=_default("points_min_confidence"),
-                   help="drop the least confident points, in [0, 1]: DA3, the quantile of the "
-                   "frame's confidence (0.4 = the official export's); TIPSv2, the top-class "
-                   "probability; 0 = keep all")
-    add_scale_arguments(p)
-    p.add_argument("--points-stride", type=int, default=_default("points_stride"))
-    p.add_argument("--points-organized", action="store_true")
-    p.add_argument("--no-points-rgb", action="store_true", help="points without colour")
-    p.add_argument("--fallback-hfov", type=float, default=_default("fallback_hfov_deg"),
-                   help="horizontal FOV (deg) of the pinhole guess used without CameraInfo")
-    p.add_argument("--host-threads", type=int, default=_default("host_threads"),
-                   help="threads for the host work around inference; 0 = auto (the cores, "
-                   "at most 4)")
+    # The node's settings, from the one table (defaults, choices and ranges the node's).
+    add_setting_arguments(p, add_scale_arguments(p))
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
     bag = p.add_argument_group("bag input")
-    bag.add_argument("--input-rectified", action="store_true",
-                     help="the images are rectified (image_rect): use CameraInfo P, not K and D; "
-                          "without it, distorted raw images are rectified first")
     bag.add_argument("--topic", "-t", help="image topic (sensor_msgs/Image or CompressedImage); "
                      "optional when the bag has only one")
     bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
@@ -155,6 +104,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def cmd_process(args: argparse.Namespace,
+                after_frame: Callable[[int], None] | None = None,
+                watch: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """``process``: one input (``process.process_one``), or many (``fleet.run_fleet``) when
+    given several, a glob, a list or a Ray option. The choice is made here, so ``fleet``
+    uses ``process`` and ``process`` never imports ``fleet``."""
+    from .bagio import BagError
+    from .fileio import InputError
+    try:
+        fleet = is_fleet(args)
+        if not args.input and args.inputs_from is None:
+            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
+        if fleet:
+            return run_fleet(args, watch)
+    except (BagError, InputError) as exc:
+        raise CliError(str(exc)) from None
+    return process_one(args, after_frame=after_frame)
+
+
 def main(argv: list[str] | None = None, *,
          after_frame: Callable[[int], None] | None = None,
          fleet_watch: Callable[[dict[str, Any]], None] | None = None) -> int:
@@ -163,6 +131,7 @@ def main(argv: list[str] | None = None, *,
     args = build_parser().parse_args(argv)
     try:
         if args.command == "process":
+            keep_freed_memory()  # each frame's arrays reuse the last frame's (core/allocator.py)
             return cmd_process(args, after_frame=after_frame, watch=fleet_watch)
         return args.func(args)
     except (CliError, ModelLoadError, ModelSignatureError, ScaleOptionError) as exc:

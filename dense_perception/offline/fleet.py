@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import errno
 import glob
 import hashlib
 import json
 import os
 import re
 import shutil
-import socket
 import sys
 import time
 import uuid
@@ -40,9 +38,11 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any, Callable
 
-from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, describe,
-                      interactive, say)
-from .process import ModelSession, input_kind, process_input
+from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, interactive,
+                      say)
+from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,  # noqa: F401
+                         run_one, with_attempt)
+from .process import ModelSession, input_kind
 
 FLEET_JSON, FLEET_CSV = "fleet_summary.json", "fleet_summary.csv"
 CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "seconds",
@@ -52,10 +52,11 @@ CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "
 OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_format",
                   "relative_depth_scale", "max_depth", "points_min_confidence",
                   "points_stride", "points_organized",
-                  "no_points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
+                  "points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
                   "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
                   "reference_depth_topic", "depth_scale_time_constant", "depth_scale_max_age",
-                  "ground_max_tilt", "reference_depth_slop", "input_rectified")
+                  "ground_max_tilt", "reference_depth_slop", "input_rectified",
+                  "depth_scale_min_inliers")
 _GLOB = re.compile(r"[*?[]")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and
@@ -170,15 +171,6 @@ def make_jobs(paths: list[Path], out_dir: Path, key: dict[str, Any],
     return jobs
 
 
-def with_attempt(job: dict[str, Any], attempt: int) -> dict[str, Any]:
-    """``job`` as its attempt number ``attempt``, with a temporary folder of its own: a retried
-    Ray task may start while the attempt it replaces is still running (a node cut off, not
-    dead), and the two must never write into one folder."""
-    final = Path(job["final"])
-    partial = final.with_name(f".{final.name}.partial-{job['run']}-{attempt}")
-    return {**job, "attempt": attempt, "partial": str(partial)}
-
-
 def remove_leftovers(out_dir: Path, run: str) -> list[str]:
     """Remove the temporary folders that runs other than ``run`` left in ``out_dir`` (a killed
     worker's, an interrupted or failed input's, a retried attempt's); returns their names.
@@ -204,19 +196,6 @@ def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dic
                         for name in OUTPUT_OPTIONS}}
 
 
-def finished_summary(out: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The summary of a complete output made with ``key`` (a job's: model, options and input),
-    else None."""
-    try:
-        summary = json.loads((out / "summary.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if (summary.get("fleet_job") != key or summary.get("error") is not None
-            or summary.get("interrupted") or not summary.get("frames")):
-        return None
-    return summary
-
-
 def frame_count(path: Path, args: argparse.Namespace) -> int:
     """Frames an input should give, for the progress bar (0 when not known cheaply)."""
     from . import bagio, fileio
@@ -235,82 +214,6 @@ def frame_count(path: Path, args: argparse.Namespace) -> int:
     except Exception:  # noqa: BLE001 - a damaged input is reported when it is processed
         return 0
     return min(count, args.max_frames) if args.max_frames else count
-
-
-def job_row(job: dict[str, Any], status: str, *, worker: str = "",
-            error: str | None = None) -> dict[str, Any]:
-    """A fleet summary row (the CSV_COLUMNS) for ``job`` with no frames done yet."""
-    return {"input": job["input"], "output": job["final"], "status": status, "frames": 0,
-            "skipped_frames": 0, "fps": None, "seconds": None,
-            "retries": job.get("attempt", 0), "worker": worker, "error": error}
-
-
-def frame_counts(summary: dict[str, Any]) -> dict[str, Any]:
-    """The row fields an output's summary.json gives: frames done and skipped, fps."""
-    return {"frames": summary.get("frames", 0), "skipped_frames": summary.get("rejected", 0),
-            "fps": summary.get("fps")}
-
-
-# ---- one input: the function every worker calls ---------------------------------------------
-def run_one(session: ModelSession, job: dict[str, Any],
-            progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Process one input of a fleet into its temporary folder, rename it into place when
-    complete, and return its summary row. Never raises for a bad input (the row says why);
-    KeyboardInterrupt still stops it."""
-    started = time.monotonic()
-    final, partial = Path(job["final"]), Path(job["partial"])
-    row = job_row(job, "failed", worker=f"{socket.gethostname()}:{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)  # this attempt's own folder: never another's
-    try:
-        code, summary = process_input(session, Path(job["input"]), partial, progress=progress,
-                                      quiet=True, final_out=final,
-                                      extra_summary={"fleet_job": job["key"],
-                                                     "fleet_run": job["run"]})
-    except Exception as exc:  # noqa: BLE001 - a bad input fails alone
-        row["error"] = describe(exc)
-    else:
-        row.update(frame_counts(summary), error=summary.get("error"))
-        if code == EXIT_OK:
-            _publish(job, partial, final)
-            row["status"] = "done"
-        elif code == EXIT_INTERRUPTED:
-            row["status"] = "interrupted"
-        elif row["error"] is None:
-            reasons = summary.get("reject_reasons") or {"no frame": 0}
-            row["error"] = f"no frame could be used: {next(iter(reasons))}"
-    row["seconds"] = round(time.monotonic() - started, 3)
-    return row
-
-
-def _publish(job: dict[str, Any], partial: Path, final: Path) -> bool:
-    """Move a complete output into place with renames only, replacing an older one (other
-    options, an older recording). The rename decides between two attempts of one job: when
-    the other got there first, its output (the same) stays and this one's is removed; returns
-    whether this attempt's output is the one in place."""
-    aside = final.with_name(f".{final.name}.old-{job['run']}-{job['attempt']}")
-    shutil.rmtree(aside, ignore_errors=True)
-    while True:
-        try:
-            os.rename(partial, final)  # fails while anything (but an empty folder) is there
-            return True
-        except OSError as exc:
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
-                raise
-        if made_by_run(final, job):  # another attempt of this job won
-            shutil.rmtree(partial, ignore_errors=True)
-            return False
-        try:
-            os.rename(final, aside)
-        except FileNotFoundError:  # moved meanwhile (by the other attempt): look again
-            continue
-        shutil.rmtree(aside, ignore_errors=True)
-
-
-def made_by_run(final: Path, job: dict[str, Any]) -> dict[str, Any] | None:
-    """The summary of ``final`` when it is a complete output of ``job`` made by ``job``'s run
-    (by any attempt), else None."""
-    summary = finished_summary(final, job["key"])
-    return summary if summary is not None and summary.get("fleet_run") == job["run"] else None
 
 
 # ---- the run ----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   T = 1 a worker runs each frame's stages one after another (the in-process path overlaps
   inference with finishing and writing on a second thread, which would take a second core);
   with T >= 2 it overlaps them.
-- Each actor builds a ``ModelSession`` (model loaded once) and runs ``fleet.run_one`` for whole
+- Each actor builds a ``ModelSession`` (model loaded once) and runs ``fleet_jobs.run_one`` for whole
   inputs, the in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
   of memory, node lost) is restarted by Ray (``max_restarts``) and the input is retried once,
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .console import CliError, warn
-from .fleet import job_row, with_attempt
+from .fleet_jobs import job_row, with_attempt
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 
@@ -60,7 +60,7 @@ def _worker_class(ray: Any) -> Any:
             return os.getpid(), self.frames
 
         def process(self, job: dict[str, Any]) -> dict[str, Any]:
-            from dense_perception.offline.fleet import run_one
+            from dense_perception.offline.fleet_jobs import run_one
             return run_one(self.session, job, self._count)
 
         def _count(self, n: int = 1) -> None:

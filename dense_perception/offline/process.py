@@ -6,7 +6,7 @@ give a folder of files (see ``fileio``); a bag gives a new bag with the input to
 node's output topics (see ``bagio``). The frames go through ``loop.run_frames``.
 
 A :class:`ModelSession` holds the model and options; :func:`process_input` runs it over one
-input. One input: ``cmd_process`` does both. Many inputs (``fleet``): one session per worker,
+input. One input: ``process_one`` does both. Many inputs (``fleet``): one session per worker,
 loaded once, and ``process_input`` per input, in this process or in a Ray actor.
 """
 
@@ -19,14 +19,15 @@ from typing import Any, Callable, Iterator
 from ..core.models import ModelSpec, detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.npu_runner import npu_options
-from ..core.parameters import PARAMS_BY_NAME
-from ..core.pipeline import DensePipeline, PipelineConfig, load_pipeline
+from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
+from ..core.settings import pipeline_config
 from ..core.timing import StageTimer
 from .console import PROG, CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
 from .scale_options import reference_stream, scaler_for
+from .settings_args import OFFLINE, setting_values, settings_problem
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
@@ -72,19 +73,12 @@ def default_out(path: Path) -> Path:
     return path.resolve().parent / f"{name}_dense"
 
 
-def cmd_process(args: argparse.Namespace,
-                after_frame: Callable[[int], None] | None = None,
-                watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """One input (as always), or many (see ``fleet``) when given several, a glob or a list."""
+def process_one(args: argparse.Namespace,
+                after_frame: Callable[[int], None] | None = None) -> int:
+    """One input: ``args.input[0]`` into ``--out`` (the CLI sends many inputs to ``fleet``)."""
     from .bagio import BagError
     from .fileio import InputError
-    from .fleet import is_fleet, run_fleet
     try:
-        fleet = is_fleet(args)
-        if not args.input and args.inputs_from is None:
-            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
-        if fleet:
-            return run_fleet(args, watch)
         in_path = Path(args.input[0])
         session = ModelSession(args, scale_check_kind=lambda: input_kind(in_path))
         out_path = Path(args.out) if args.out else default_out(in_path)
@@ -109,24 +103,18 @@ class ModelSession:
         # Overlap: the next frame's inference runs on a second thread while this one is
         # finished and written. A Ray worker granted one CPU turns it off, so that it uses one.
         self.overlap = overlap
-        self.config = PipelineConfig(
-            fit=args.fit, output_resolution=args.output_resolution,
-            relative_depth_scale=args.relative_depth_scale, max_depth=args.max_depth,
-            points_min_confidence=args.points_min_confidence,
-            points_stride=args.points_stride, points_organized=args.points_organized,
-            fallback_hfov_deg=args.fallback_hfov, depth_scale_source=args.depth_scale_source,
-            input_rectified=args.input_rectified,
-            # One thread for a worker that may use one CPU (see overlap).
-            host_threads=getattr(args, "host_threads", 0) if overlap else 1)
-        problem = self.config.problem()
+        self.values = setting_values(args)
+        problem = settings_problem(self.values)
+        if problem:
+            raise CliError(problem)
+        # One host thread for a worker that may use one CPU (see overlap).
+        self.config = pipeline_config(self.values,
+                                      **({} if overlap else {"host_threads": 1}))
+        problem = self.config.problem(OFFLINE)
         if problem:
             raise CliError(problem)
         if args.max_frames < 0:
             raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
-        for name in ("gpu_timeout", "gpu_max_restarts"):
-            problem = PARAMS_BY_NAME[name].problem(getattr(args, name))
-            if problem:
-                raise CliError(f"--{name.replace('_', '-')}: {problem}")
         self.model_path = resolve_model_path(args.model)
         signature = check_model_file(self.model_path)
         self.spec: ModelSpec = detect_model_spec(
@@ -135,7 +123,7 @@ class ModelSession:
         if scale_check_kind is not None:
             scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
-        self.request = request_for(self.keys, points_rgb=not args.no_points_rgb)
+        self.request = request_for(self.keys, points_rgb=args.points_rgb)
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
         self._pipeline: DensePipeline | None = None
 
@@ -148,11 +136,15 @@ class ModelSession:
         failure = None
         with quiet_native_stderr(not args.verbose) as native:
             try:
-                pipeline = load_pipeline(self.model_path, args.model_type, args.backend,
-                                         args.threads, self.config, log=notes.append,
+                values = self.values
+                pipeline = load_pipeline(self.model_path, values["model_type"],
+                                         values["backend"], values["num_threads"], self.config,
+                                         log=notes.append,
+                                         gpu_precision=values["gpu_precision"],
+                                         cpu_precision=values["cpu_precision"],
                                          gpu_timeout=args.gpu_timeout,
                                          gpu_max_restarts=args.gpu_max_restarts,
-                                         npu_options=npu_options(vars(args)))
+                                         npu_options=npu_options(values))
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import rclpy
 from rclpy.node import Node
 
+from ..core.allocator import keep_freed_memory
 from .parameters import StartupError
 from .perception import NODE_NAME, ParameterHandling, Perception
 
@@ -62,7 +63,10 @@ def main(args: list[str] | None = None, runner_hook: Callable[[Any], Any] | None
     and a launch file's ``respawn`` can start it afresh.
     ``runner_hook`` is for tests (e.g. a slow runner to check shutdown mid-inference).
     """
+    memory = keep_freed_memory()  # before the first frame: its arrays then reuse freed blocks
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    if memory:
+        rclpy.logging.get_logger(NODE_NAME).debug(f"allocator: {memory}")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -16,9 +16,9 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
-from ..core.metric_scale import ESTIMATED_SOURCES, ScaleConfig, relative_output_problem
+from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
 from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
-from ..core.pipeline import PipelineConfig
+from ..core.settings import pipeline_config, scale_config  # noqa: F401 (the node's)
 from .compat import parameter_descriptor
 
 RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
@@ -63,29 +63,6 @@ def declare_parameters(node: Node, managed: bool = False) -> dict[str, Any]:
             raise StartupError(f"{problem}. Fix it in the config YAML or with "
                                f"-p {spec.name}:=<value>.")
     return values
-
-
-def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
-    """The pipeline settings among the parameter values."""
-    return PipelineConfig(
-        fit=values["fit"], output_resolution=values["output_resolution"],
-        relative_depth_scale=values["relative_depth_scale"], max_depth=values["max_depth"],
-        points_min_confidence=values["points_min_confidence"],
-        points_stride=values["points_stride"], points_organized=values["points_organized"],
-        fallback_hfov_deg=values["fallback_hfov_deg"],
-        depth_scale_source=values["depth_scale_source"],
-        input_rectified=values["input_rectified"], host_threads=values["host_threads"])
-
-
-def scale_config(values: dict[str, Any]) -> ScaleConfig:
-    """The metric-scale settings (DA3) among the parameter values."""
-    return ScaleConfig(
-        source=values["depth_scale_source"], fixed_scale=values["relative_depth_scale"],
-        camera_height=values["camera_height"],
-        time_constant=values["depth_scale_time_constant"],
-        max_age=values["depth_scale_max_age"],
-        max_tilt_deg=values["ground_max_tilt_deg"],
-        min_inlier_ratio=values["depth_scale_min_inliers"])
 
 
 def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:

@@ -6,6 +6,9 @@ import numpy as np
 
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
+# The DA3 test model: depth = DA3_BIAS + DA3_WEIGHTS . ((rgb / 255 - MEAN) / STD), written once
+# here for every test (bag_maker, camera_scenes and the tests import it).
+DA3_WEIGHTS, DA3_BIAS = np.array([0.5, 0.25, 0.125]), 3.0
 
 
 def gradient_frame(width, height, blue=200):
@@ -20,8 +23,9 @@ def gradient_frame(width, height, blue=200):
 
 
 def da3_depth_of(rgb):
-    x = (rgb / 255.0 - MEAN) / STD
-    return 3.0 + 0.5 * x[..., 0] + 0.25 * x[..., 1] + 0.125 * x[..., 2]
+    """The DA3 test model's depth for RGB colours (last axis: r, g, b; 0..255)."""
+    x = (np.asarray(rgb, np.float64) / 255.0 - MEAN) / STD
+    return DA3_BIAS + x @ DA3_WEIGHTS
 
 
 def da3_confidence_of(rgb):

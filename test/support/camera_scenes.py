@@ -7,7 +7,7 @@ compute depth as a linear function of colour, so painting each pixel with the co
 "depth" is the true Z along that pixel's ray makes the model's output the truth; any error in the
 points is then the package's geometry.
 
-``python test/camera_scenes.py`` prints the issue-12 table (before and after) through the pipeline.
+``cd test && python -m support.camera_scenes`` prints the issue-12 table (before and after) through the pipeline.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from support.model_truth import DA3_BIAS, DA3_WEIGHTS, MEAN, STD
+
 # Depth = bias + w . (r, g, b) with colours in [0, 1] (models/README.md).
 TIPS_DEPTH = ((2.0, 1.0, 0.5), 0.5)
-_MEAN, _STD, _W = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), (0.5, 0.25, 0.125)
-DA3_DEPTH = (tuple(w / s for w, s in zip(_W, _STD)),
-             3.0 - sum(w * m / s for w, m, s in zip(_W, _MEAN, _STD)))
+# DA3: the same law (model_truth) as weights on colours in [0, 1] and a bias.
+DA3_DEPTH = (tuple(float(w / s) for w, s in zip(DA3_WEIGHTS, STD)),
+             float(DA3_BIAS - np.sum(DA3_WEIGHTS * MEAN / STD)))
 
 
 # ---- the scene -------------------------------------------------------------------------------
@@ -271,13 +273,11 @@ def depth_image_proc_points(depth: np.ndarray, p: list[float]) -> np.ndarray:
 
 def main() -> None:
     """The issue-12 table: before (K only, no rectification) and after, through the pipeline."""
-    import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from dense_perception.core.camera_model import CameraModel
     from dense_perception.core.intrinsics import Intrinsics
     from dense_perception.core.pipeline import Request, load_pipeline
-    model = str(Path(__file__).resolve().parents[1] / "models" / "test_tipsv2_b14_dpt.tflite")
+    model = str(Path(__file__).resolve().parents[2] / "models" / "test_tipsv2_b14_dpt.tflite")
     pipeline = load_pipeline(model, backend="cpu", log=lambda _: None)
     print("| case | before, p95 | after, p95 |\n|---|---|---|")
     for camera, rectified in ((PINHOLE, False), (BARREL, False), (FISHEYE, False),

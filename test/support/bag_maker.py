@@ -18,10 +18,9 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.offline import bagio
+from support.model_truth import da3_depth_of
 
 TS = bagio.TYPESTORE
-MEAN = np.array([0.485, 0.456, 0.406])
-STD = np.array([0.229, 0.224, 0.225])
 # Uniform RGB colours, one per frame; blue values keep round(149 b / 255) away from .5 ties.
 COLOURS = [(40, 200, 10), (230, 60, 120), (128, 128, 200), (10, 90, 250), (180, 20, 60),
            (90, 160, 30)]
@@ -43,8 +42,7 @@ def tips_normal(rgb):
 
 
 def da3_depth(rgb):
-    x = (np.asarray(rgb) / 255.0 - MEAN) / STD
-    return 3.0 + 0.5 * x[0] + 0.25 * x[1] + 0.125 * x[2]
+    return float(da3_depth_of(rgb))
 
 
 def frame_of(rgb, width=W, height=H):

@@ -1,0 +1,158 @@
+"""The runner base types every backend shares: the ``Runner`` protocol, ``ModelLoadError``,
+the LiteRT version, and the two in-process LiteRT runners (``Interpreter`` on XNNPACK and
+``CompiledModel``) that the CPU, GPU and NPU openers build on.
+
+Kept apart from :mod:`.runner` (which picks a backend) so that :mod:`.cpu_precision`,
+:mod:`.gpu_runner`, :mod:`.gpu_worker` and :mod:`.npu_runner` import these without importing
+the module that imports them: the import graph stays a tree.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Protocol
+
+import numpy as np
+
+import ai_edge_litert
+from ai_edge_litert.interpreter import Interpreter
+
+BACKENDS = ("auto", "gpu", "cpu", "npu")  # npu: LiteRT vendor plugins (.npu_runner)
+GPU_PRECISIONS = ("fp16", "fp32")  # GPU arithmetic; fp32 = GpuOptions(enforce_f32=True)
+Log = Callable[[str], None]
+
+
+class ModelLoadError(RuntimeError):
+    """The model file cannot be used; the message says what is wrong and how to fix it."""
+
+
+class Runner(Protocol):
+    """What the pipeline needs from a loaded model."""
+
+    backend: str        # "cpu", "gpu" or "npu"
+    description: str    # e.g. "cpu (XNNPACK Interpreter, 4 threads)"
+    fallback_note: str  # why backend 'auto' is not on the GPU ("" otherwise)
+    input_shapes: list[tuple[int, ...]]
+    output_shapes: list[tuple[int, ...]]
+
+    def input_buffer(self) -> np.ndarray:
+        """The model input to write in place (do not keep it past the next ``run``)."""
+
+    def run(self) -> list[np.ndarray]:
+        """Run once; outputs in model order, valid until the next ``run``."""
+
+
+def litert_version() -> str:
+    """The installed ai-edge-litert version."""
+    return getattr(ai_edge_litert, "__version__", "unknown")
+
+
+def default_num_threads() -> int:
+    """All cores this process may use (4 on a Raspberry Pi 5)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class InterpreterRunner:
+    """CPU inference with the LiteRT Interpreter and its default XNNPACK delegate."""
+
+    backend = "cpu"
+
+    def __init__(self, model_path: str, num_threads: int) -> None:
+        self._interpreter = Interpreter(model_path=model_path, num_threads=num_threads)
+        self._interpreter.allocate_tensors()
+        inputs = self._interpreter.get_input_details()
+        outputs = self._interpreter.get_output_details()
+        self.input_shapes = [tuple(int(d) for d in t["shape"]) for t in inputs]
+        self.output_shapes = [tuple(int(d) for d in t["shape"]) for t in outputs]
+        # tensor() gives callables returning views into the interpreter's own memory: no copies.
+        self._input = self._interpreter.tensor(inputs[0]["index"])
+        self._outputs = [self._interpreter.tensor(t["index"]) for t in outputs]
+        self.description = f"cpu (XNNPACK Interpreter, {num_threads} threads)"
+
+    def input_buffer(self) -> np.ndarray:
+        return self._input()
+
+    def run(self) -> list[np.ndarray]:
+        self._interpreter.invoke()
+        return [view() for view in self._outputs]
+
+
+class CompiledModelRunner:
+    """Inference with the LiteRT CompiledModel API (2.x) on an accelerator: the GPU, or the CPU
+    (which lets tests exercise this code path on machines without a GPU)."""
+
+    def __init__(self, model_path: str, accelerator: str = "gpu", num_threads: int = 1,
+                 weight_cache: str | None = None, gpu_precision: str = "fp16",
+                 cpu_options: dict | None = None, options=None, environment=None) -> None:
+        from ai_edge_litert import compiled_model as cm  # slow import: only when asked for
+
+        if not hasattr(cm, "Options"):
+            raise RuntimeError(f"ai-edge-litert {litert_version()} has no accelerator options "
+                               "in Python (CompiledModel options need 2.x)")
+        if options is not None:  # the caller's (the NPU backend: vendor plugin options)
+            pass
+        elif accelerator == "gpu":
+            options = _gpu_options(cm, gpu_precision)
+        else:
+            # The XNNPACK weight cache (a file) makes later loads skip weight packing. It must
+            # belong to this exact model: a stale one silently gives another model's results.
+            # cpu_options: further CpuOptions fields (xnnpack_flags, enable_ynnpack, kernel_mode).
+            cpu = cm.CpuOptions(num_threads=num_threads, **(cpu_options or {}), **(
+                {"xnnpack_weight_cache_path": weight_cache} if weight_cache else {}))
+            options = cm.Options(cm.HardwareAccelerator.CPU, cpu_options=cpu)
+        self.backend = accelerator
+        self._model = cm.CompiledModel.from_file(model_path, options=options,
+                                                 environment=environment)
+        self._inputs = self._model.create_input_buffers(0)
+        self._outputs = self._model.create_output_buffers(0)
+        # Buffers come in the signature's order; read shapes by name in that same order.
+        signature = self._model.get_signature_by_index(0)
+        details_in = self._model.get_input_tensor_details(signature["key"])
+        details_out = self._model.get_output_tensor_details(signature["key"])
+        self.input_shapes = [tuple(int(d) for d in details_in[n]["shape"])
+                             for n in signature["inputs"]]
+        self.output_shapes = [tuple(int(d) for d in details_out[n]["shape"])
+                              for n in signature["outputs"]]
+        self._input = np.zeros(self.input_shapes[0], np.float32)
+        self.fully_accelerated = bool(self._model.is_fully_accelerated())
+        self.description = f"{accelerator} (LiteRT CompiledModel)"
+
+    def input_buffer(self) -> np.ndarray:
+        return self._input
+
+    def run(self) -> list[np.ndarray]:
+        outputs = [np.empty(shape, np.float32) for shape in self.output_shapes]
+        self.run_into(self._input, outputs)
+        return outputs
+
+    def run_into(self, image: np.ndarray, outputs: list[np.ndarray]) -> None:
+        """Run on ``image`` and read the outputs into the given float32 arrays (e.g. shared
+        memory). On the GPU the run is queued and the reads wait for it; both hold the GIL."""
+        self._inputs[0].write(image)
+        self._model.run_by_index(0, self._inputs, self._outputs)
+        for buf, out in zip(self._outputs, outputs):
+            _read_into(buf, out)
+
+
+def _gpu_options(cm, precision: str):
+    """CompiledModel options for the GPU: ``fp16`` (LiteRT's default: fp16 arithmetic) or
+    ``fp32`` (``GpuOptions(enforce_f32=True)``, slower, for values beyond fp16's range)."""
+    if precision not in GPU_PRECISIONS:
+        raise ValueError(f"gpu_precision '{precision}' is unknown; allowed: "
+                         f"{', '.join(GPU_PRECISIONS)}")
+    from ai_edge_litert.gpu_options import GpuOptions
+    return cm.Options(cm.HardwareAccelerator.GPU,
+                      gpu_options=GpuOptions(enforce_f32=precision == "fp32"))
+
+
+def _read_into(buf, out: np.ndarray) -> None:
+    """Read a TensorBuffer straight into ``out`` (C-contiguous float32), without the extra
+    array ``TensorBuffer.read`` allocates; falls back to it on wheels without the wrapper."""
+    try:
+        from ai_edge_litert.tensor_buffer import _tb
+        _tb.ReadTensorToBuffer(buf.capsule, out.reshape(-1), "float32")
+    except (ImportError, AttributeError):
+        out.reshape(-1)[...] = buf.read(out.size, np.float32)

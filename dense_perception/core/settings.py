@@ -1,0 +1,42 @@
+"""From setting values to the pipeline's and the scale's configuration: one function each, used
+by the node (its parameter values) and by ``dense-perception process`` (its flags' values), so
+the two front ends cannot map a setting differently.
+
+``values`` is ``{setting name: value}`` with the names of the settings table
+(:data:`.parameters.PARAMS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from .metric_scale import ScaleConfig
+from .parameters import PARAMS_BY_NAME
+from .pipeline import PipelineConfig
+
+# The PipelineConfig / ScaleConfig field each setting fills (a field of the same name unless
+# listed here); test_settings checks that every field has a setting.
+SCALE_FIELDS = {"source": "depth_scale_source", "fixed_scale": "relative_depth_scale",
+                "camera_height": "camera_height", "time_constant": "depth_scale_time_constant",
+                "max_age": "depth_scale_max_age", "max_tilt_deg": "ground_max_tilt_deg",
+                "min_inlier_ratio": "depth_scale_min_inliers"}
+
+
+def defaults() -> dict[str, Any]:
+    """Every setting at its default."""
+    return {name: spec.default for name, spec in PARAMS_BY_NAME.items()}
+
+
+def pipeline_config(values: dict[str, Any], **overrides: Any) -> PipelineConfig:
+    """The pipeline settings among ``values`` (``overrides``: fields set by the caller itself,
+    e.g. one host thread for a one-CPU fleet worker)."""
+    chosen = {f.name: values[f.name] for f in fields(PipelineConfig)}
+    return PipelineConfig(**{**chosen, **overrides})
+
+
+def scale_config(values: dict[str, Any], per_frame: bool = False) -> ScaleConfig:
+    """The metric-scale settings (DA3) among ``values``; ``per_frame``: unrelated photos, each
+    scaled on its own (offline image inputs)."""
+    return ScaleConfig(**{f: values[name] for f, name in SCALE_FIELDS.items()},
+                       per_frame=per_frame)

@@ -1,0 +1,84 @@
+"""The offline command's flags for the node's settings, generated from the settings table.
+
+Each setting with an ``offline`` flag (:data:`dense_perception.core.parameters.PARAMS`) gets
+that flag with the node's default, type, choices and range (checked after parsing, in the
+same words as the node but naming the flag), so ``dense-perception process`` and the node
+cannot drift apart. Booleans are ``--x`` / ``--no-x``. ``--model`` and ``--depth-format``
+(``npy``/``png16`` for the node's ``depth_encoding`` 32FC1/16UC1) are written out in cli.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
+from ..core.setting_names import Syntax
+
+HAND_WRITTEN = ("model_path", "depth_encoding")
+DEPTH_FORMATS = {"32FC1": "npy", "16UC1": "png16"}  # depth_encoding -> --depth-format
+GROUPS = {"depth_scale_source": "scale", "camera_height": "scale",
+          "depth_scale_time_constant": "scale", "depth_scale_max_age": "scale",
+          "ground_max_tilt_deg": "scale", "depth_scale_min_inliers": "scale",
+          "reference_depth_slop": "scale"}
+
+
+def flag(name: str) -> str:
+    """The offline flag of setting ``name`` (its own name when the command has none)."""
+    return PARAMS_BY_NAME[name].offline or name
+
+
+def _value(name: str, value: Any) -> str:
+    return DEPTH_FORMATS.get(value, value) if name == "depth_encoding" else str(value)
+
+
+OFFLINE = Syntax(name=flag, phrase=lambda n, v: f"{flag(n)} {_value(n, v)}",
+                 example=lambda n, v: f"{flag(n)} {_value(n, v)}")
+"""Settings named as ``dense-perception process`` flags in messages."""
+
+
+def dest(spec: ParamSpec) -> str:
+    """The argparse attribute of a setting's flag (``--threads`` -> ``threads``)."""
+    return (spec.offline or spec.name).lstrip("-").replace("-", "_")
+
+
+def _help(spec: ParamSpec) -> str:
+    unit = f" [{spec.unit}]" if spec.unit else ""
+    return (spec.description + unit + f" (node: {spec.name})").replace("%", "%%")
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser,
+                          scale_group: argparse._ArgumentGroup) -> None:
+    """Add a flag for every offline setting of the table (the metric-scale ones to
+    ``scale_group``)."""
+    for spec in PARAMS:
+        if spec.offline is None or spec.name in HAND_WRITTEN:
+            continue
+        target = scale_group if GROUPS.get(spec.name) == "scale" else parser
+        kwargs: dict[str, Any] = {"dest": dest(spec), "default": spec.default,
+                                  "help": _help(spec)}
+        if isinstance(spec.default, bool):
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = type(spec.default)
+            if spec.choices:
+                kwargs["choices"] = spec.choices
+        target.add_argument(spec.offline, **kwargs)
+
+
+def setting_values(args: argparse.Namespace) -> dict[str, Any]:
+    """``{setting name: value}`` of the parsed command line, for every offline setting."""
+    values = {spec.name: getattr(args, dest(spec)) for spec in PARAMS
+              if spec.offline is not None and spec.name not in HAND_WRITTEN}
+    values["model_path"] = args.model
+    values["depth_encoding"] = {v: k for k, v in DEPTH_FORMATS.items()}[args.depth_format]
+    return values
+
+
+def settings_problem(values: dict[str, Any]) -> str | None:
+    """Why one of ``values`` is out of its range, named as its flag, or None."""
+    for name, value in values.items():
+        problem = PARAMS_BY_NAME[name].problem(value, OFFLINE)
+        if problem:
+            return problem
+    return None
