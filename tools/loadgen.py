@@ -94,6 +94,9 @@ def run_stream(ros_args: list[str], *, script: list[str] | None = None, fps: flo
     its output subscriptions, so the node (lazy) only receives frames and the feed, the DDS
     traffic and the receiving process are exactly as when the node infers. A/B rounds cancel
     the drift of a noisy machine.
+
+    ``reliable`` plays the frames with reliable QoS (the node matches it): best effort, a
+    1280x720 frame's UDP fragments are lost on a busy machine and few frames arrive.
     """
     result = StreamResult()
     started = time.monotonic()
