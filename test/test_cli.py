@@ -40,8 +40,11 @@ from support.common import run_cli as run  # noqa: E402
 def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
     src = write_bag(tmp_path / f"in_{fmt}", fmt)
     out = tmp_path / "out"
+    # fp32: the values are compared with the model's formula to 1e-4 (cpu_precision auto would
+    # pick fp16 on an fp16 CPU, e.g. the emulated arm64 of make test-arm64)
     code, stdout, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
-                                "--out", out, "--bag-format", fmt], capsys)
+                                "--cpu-precision", "fp32", "--out", out, "--bag-format", fmt],
+                               capsys)
     assert code == 0, stderr
     assert stderr == ""
     assert "4 frames" in stdout
@@ -116,6 +119,7 @@ def test_compressed_topic_16uc1_depth_and_output_subset(tmp_path, capsys):
                     topic="/cam/image_raw/compressed")
     out = tmp_path / "out"
     code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                           "--cpu-precision", "fp32",  # exact millimetres and labels below
                            "--out", out, "--outputs", "depth,seg", "--depth-format", "png16",
                            "--copy", "none"], capsys)
     assert code == 0, stderr
@@ -182,7 +186,8 @@ def test_video_to_folder(tmp_path, capsys):
     video, tol = write_video(tmp_path / "clip", colours)
     out = tmp_path / "clip_out"
     code, stdout, stderr = run(["process", video, "--model", TIPS_TEST_MODEL, "--backend",
-                                "cpu", "--out", out, "--depth-format", "png16"], capsys)
+                                "cpu", "--cpu-precision", "fp32",  # exact values below
+                                "--out", out, "--depth-format", "png16"], capsys)
     assert code == 0, stderr
     for sub in ("depth", "depth_colored", "normals", "normals_colored", "labels",
                 "labels_colored", "points"):
