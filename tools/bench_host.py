@@ -27,9 +27,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from dense_perception.ros.diagnostics import HOST_STAGES
 from tools.loadgen import run_stream
 
-HOST_STAGES = ("preprocess", "extract", "postprocess", "publish")
 MODELS = {"da3": "models/test_da3_small.tflite", "tipsv2": "models/test_tipsv2_b14_dpt.tflite"}
 GOALS_MS = {("da3", 2): 8.0, ("da3", 1): 20.0, ("tipsv2", 2): 15.0, ("tipsv2", 1): 25.0}
 

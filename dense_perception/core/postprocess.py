@@ -121,8 +121,8 @@ def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     against 15-43 ms for numpy's ``copyto(where=)`` loop and more for ``np.argmax(axis=0)``,
     which walks the class axis with a large stride. Ties go to the lower class id, as with
     argmax: only a strictly greater logit takes a pixel over, so a NaN logit never does
-    (``cv2.max`` is not used: its vector and scalar code treat NaN differently). The max is what
-    :func:`top_class_probability` needs.
+    (``cv2.max`` is not used: its vector and scalar code treat NaN differently). The max skips
+    NaN logits, so it is not the ``top`` that :func:`top_class_probability` takes.
     """
     planes = logits[0]
     best = planes[0].copy()
@@ -164,10 +164,7 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     # exp is about a quarter faster than numpy's here. The floor keeps exp out of subnormals
     # (the TIPSv2 test model's logits lie thousands apart: 90 ms without it, 6 ms with it).
     for plane in planes:
-        cv2.subtract(plane, top, dst=term)
-        cv2.max(term, _EXP_FLOOR, dst=term)
-        cv2.exp(term, dst=term)
-        cv2.add(total, term, dst=total)
+        _add_softmax_term(plane, top, term, total)
     return _probability(total, top)
 
 
@@ -220,11 +217,18 @@ def _labels_and_probability(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         cv2.compare(plane, top, cv2.CMP_EQ, dst=equal)  # NaN equals nothing: stays invalid
         class_id.fill(k)
         cv2.copyTo(class_id, equal, dst=labels)
-        cv2.subtract(plane, top, dst=term)
-        cv2.max(term, _EXP_FLOOR, dst=term)
-        cv2.exp(term, dst=term)
-        cv2.add(total, term, dst=total)
+        _add_softmax_term(plane, top, term, total)
     return labels, _probability(total, top)
+
+
+def _add_softmax_term(plane: np.ndarray, top: np.ndarray, term: np.ndarray,
+                      total: np.ndarray) -> None:
+    """total += exp(max(plane - top, floor)), in place (``term`` is scratch). A NaN or
+    infinite top is marked by :func:`_probability` afterwards."""
+    cv2.subtract(plane, top, dst=term)
+    cv2.max(term, _EXP_FLOOR, dst=term)
+    cv2.exp(term, dst=term)
+    cv2.add(total, term, dst=total)
 
 
 def _probability(total: np.ndarray, top: np.ndarray) -> np.ndarray:

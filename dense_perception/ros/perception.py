@@ -26,8 +26,7 @@ from ..core.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
 from ..core.frame_slot import FrameSlot
-from ..core.metric_scale import (DepthScaler, fixed_scale_report, reference_to_metres,
-                                 scale_diagnostics)
+from ..core.metric_scale import fixed_scale_report, reference_to_metres, scale_diagnostics
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, camera_heights_for, camera_names
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
@@ -214,10 +213,6 @@ class Perception:
         return self.channels[0].stats
 
     @property
-    def scaler(self) -> DepthScaler | None:
-        return self.channels[0].scaler
-
-    @property
     def _camera_infos(self) -> Any:
         return self.channels[0].camera_infos
 
@@ -228,10 +223,6 @@ class Perception:
     @property
     def in_rate(self) -> RateMeter:
         return self.channels[0].in_rate
-
-    @property
-    def out_rate(self) -> RateMeter:
-        return self.channels[0].out_rate
 
     # ---- callbacks (executor thread) -------------------------------------------------------
     def _on_image(self, channel: CameraChannel, msg: Image | CompressedImage) -> None:
