@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def test_bench_host_row_from_a_checkout_through_the_node():
-    row = measure("da3", 2, False, 3.0, [], checkout=REPO)
+    # Reliable frames: best effort drops about two in three 2.7 MB frames on loopback, so a
+    # short window could hold only a frame or two on a loaded CI machine.
+    row = measure("da3", 2, False, 3.0, [], checkout=REPO, reliable=True)
     assert row["frames"] >= 3  # 5 Hz for 3 s after the first output (diagnostics lag 1 s)
     stages = row["stages_ms"]
     assert {"preprocess", "extract", "postprocess", "publish", "inference"} <= set(stages)
