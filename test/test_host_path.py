@@ -128,3 +128,33 @@ def test_label_colours_and_packed_cloud_colour_match_the_formulas():
     packed = (wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]
     np.testing.assert_array_equal(pack_rgb(rgb).view(np.uint32), packed)
     np.testing.assert_array_equal(pack_rgb(rgb[::3, ::2]).view(np.uint32), packed[::3, ::2])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("encoding", ["rgb8", "bgr8", "rgba8", "bgra8", "mono8"])
+def test_cloud_colour_from_the_whole_frame_words_equals_the_rgb_formula(encoding):
+    """The node colours the cloud from the frame's 4-byte colour words (one conversion of the
+    whole frame, then a sample): the same packed bits as the sampled RGB pixels' formula."""
+    from dense_perception.core.intrinsics import Intrinsics
+    from dense_perception.core.pointcloud import depth_to_points
+    from dense_perception.core.preprocess import PIXEL_FORMATS, to_colour_words
+
+    rng = np.random.default_rng(9)
+    height, width = 37, 53  # odd sizes: the sample's last row and column
+    rgb = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    frame = {"rgb8": rgb, "bgr8": rgb[:, :, ::-1], "mono8": rgb[:, :, :1],
+             "rgba8": np.dstack([rgb, np.full((height, width), 7, np.uint8)]),
+             "bgra8": np.dstack([rgb[:, :, ::-1], np.full((height, width), 7, np.uint8)])}[encoding]
+    frame = np.ascontiguousarray(frame)
+    seen = np.repeat(rgb[:, :, :1], 3, axis=2) if encoding == "mono8" else rgb
+    wide = seen.astype(np.uint32)
+    formula = (wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]
+    words = to_colour_words(frame, PIXEL_FORMATS[encoding])
+    np.testing.assert_array_equal(words & 0x00FFFFFF, formula)
+    depth = rng.uniform(0.5, 5.0, (height, width)).astype(np.float32)
+    k = Intrinsics(fx=40.0, fy=40.0, cx=26.0, cy=18.0, width=width, height=height)
+    for stride in (1, 2, 3):
+        cloud = depth_to_points(depth, k, stride=stride, rgb=words, organized=True)
+        np.testing.assert_array_equal(cloud["rgb"].view(np.uint32), formula[::stride, ::stride])
+        from_rgb = depth_to_points(depth, k, stride=stride, rgb=seen, organized=True)
+        assert cloud.tobytes() == from_rgb.tobytes()

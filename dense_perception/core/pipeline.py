@@ -22,7 +22,7 @@ from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleR
                            fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec, detect_model_spec
 from .pointcloud import depth_to_points
-from .preprocess import Preprocessor, PixelFormat, pixel_format, to_rgb8
+from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
 from .rectify import Rectifier
 from .runner import Runner, check_model_file, open_runner
 from .setting_names import NODE, Syntax
@@ -377,10 +377,9 @@ class DensePipeline:
         if raw.request.points_rgb:
             if res == "input":
                 full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified else frame
-                source = to_rgb8(full, raw.fmt)
+                rgb = to_colour_words(full, raw.fmt)
             else:
-                source = to_rgb8(raw.fitted, raw.fmt)
-            rgb = source if res == "input" else plan.unfit(source, res, Interp.LINEAR)
+                rgb = plan.unfit(to_rgb8(raw.fitted, raw.fmt), res, Interp.LINEAR)
         products.points = depth_to_points(
             products.depth, products.intrinsics, stride=self.config.points_stride,
             max_depth=self.config.max_depth or float("inf"), rgb=rgb,

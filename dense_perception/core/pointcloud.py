@@ -27,14 +27,23 @@ def _rays(k: Intrinsics, height: int, width: int, stride: int) -> tuple[np.ndarr
 def pack_rgb(rgb: np.ndarray) -> np.ndarray:
     """Pack H x W x 3 uint8 RGB into float32 the way PCL and RViz read the ``rgb`` field
     (the uint32 0x00RRGGBB's bits)."""
+    return _packed(_rgb_words(rgb))
+
+
+def _rgb_words(rgb: np.ndarray) -> np.ndarray:
+    """H x W uint32 with each RGB pixel's 0xRRGGBB in the low 24 bits (top byte undefined)."""
     if sys.byteorder != "little":
         wide = rgb.astype(np.uint32)
-        return ((wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]).view(np.float32)
-    # On a little-endian host 0x00RRGGBB is the bytes B, G, R, 0: OpenCV's BGRA with a zero
-    # alpha, one vectorised pass instead of three widened copies and shifts.
-    bgra = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGRA)
-    bgra[:, :, 3] = 0
-    return bgra.view(np.float32)[:, :, 0]
+        return (wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]
+    # On a little-endian host 0x00RRGGBB is the bytes B, G, R, 0: OpenCV's BGRA, one
+    # vectorised pass instead of three widened copies and shifts.
+    return cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGRA).view(np.uint32)[:, :, 0]
+
+
+def _packed(words: np.ndarray) -> np.ndarray:
+    """The ``rgb`` field's float32 bits of colour words: the top byte cleared, in one pass
+    that also makes a sampled (strided) view contiguous."""
+    return np.bitwise_and(words, np.uint32(0x00FFFFFF)).view(np.float32)
 
 
 def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
@@ -44,7 +53,8 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
 
     Invalid depth (NaN, inf, <= 0, > ``max_depth``) is dropped, or kept as NaN points when
     ``organized`` (then the result is (H / stride) x (W / stride)). ``rgb`` (H x W x 3 uint8, same
-    grid) adds a packed ``rgb`` field. ``keep`` (H x W bool, same grid) drops the pixels where it
+    grid; or H x W uint32 colour words, ``preprocess.to_colour_words``) adds a packed ``rgb``
+    field. ``keep`` (H x W bool, same grid) drops the pixels where it
     is False like invalid ones (e.g. the least confident, ``confidence.confident_pixels``).
     Returns a structured array of XYZ_DTYPE or XYZRGB_DTYPE.
     """
@@ -68,7 +78,13 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
     # fields of a structured array one by one is three to four strided passes).
     planes = [np.multiply(zv, rays_x), np.multiply(zv, rays_y), zv]
     if rgb is not None:
-        planes.append(pack_rgb(rgb[::stride, ::stride]))
+        if rgb.shape[:2] != depth.shape:
+            raise ValueError(f"rgb is {rgb.shape[1]}x{rgb.shape[0]} but depth is "
+                             f"{depth.shape[1]}x{depth.shape[0]}")
+        # Whole-image words, then a sample of 4-byte items: a sample of 3-byte pixels first
+        # would be a slow strided copy.
+        words = rgb if rgb.ndim == 2 and rgb.dtype == np.uint32 else _rgb_words(rgb)
+        planes.append(_packed(words[::stride, ::stride]))
     records = cv2.merge(planes)
     if organized:
         return records.view(dtype)[:, :, 0]
