@@ -185,8 +185,11 @@ def resize_depth(depth: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     high, low = cv2.dilate(finite, kernel), cv2.erode(finite, kernel)
     with np.errstate(invalid="ignore"):
         step = ~(low > 0) | (high - low > DEPTH_STEP_RATIO * low)
-    step = cv2.resize(step.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST_EXACT)
-    return np.where(step.astype(bool), nearest, smooth)
+    step = cv2.resize(step.view(np.uint8), size, interpolation=cv2.INTER_NEAREST_EXACT)
+    # The nearest depth copied over the smooth one where the mask is set, in place (np.where
+    # would convert the mask and write a third full-size array).
+    cv2.copyTo(nearest, step, dst=smooth)
+    return smooth
 
 
 def _centred_crop(width: int, height: int, aspect: float) -> tuple[int, int, int, int]:

@@ -57,7 +57,9 @@ def colorize_depth(depth: np.ndarray, low_pct: float = 2.0, high_pct: float = 98
     # A quarter of the pixels gives the same robust range at a quarter of the cost.
     sample = depth[::2, ::2]
     sample = sample[np.isfinite(sample)]
-    lo, hi = np.percentile(sample if sample.size else depth[valid], (low_pct, high_pct))
+    # Both are fresh copies (boolean indexing), so the percentile may partition them in place.
+    lo, hi = np.percentile(sample if sample.size else depth[valid], (low_pct, high_pct),
+                           overwrite_input=True)
     span = max(float(hi - lo), 1e-6)
     # Near is bright: index 255 at lo, 0 at hi and beyond. hi - d is clamped at 0 first (the
     # next step takes an absolute value); x - 0.5 rounded is floor(x) but at exact integers.
