@@ -91,3 +91,29 @@ def test_camera_info_for_published_grid_is_rectified_pinhole():
     assert list(msg.p) == [10, 0, 5, 0, 0, 11, 6, 0, 0, 0, 1, 0]
     assert list(msg.r) == [1, 0, 0, 0, 1, 0, 0, 0, 1]
     assert list(msg.d) == [0.0] * 5 and (msg.width, msg.height) == (20, 30)
+
+
+def test_frame_sized_data_survives_rclpy_serialisation_without_a_python_copy():
+    """The products' bytes reach the wire as they are: the message holds the product's own
+    flat uint8 view (no array.array copy), and rclpy's conversion to the C message, the one
+    publish uses, serialises it to the same bytes as the setter's array.array."""
+    import array
+
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    rng = np.random.default_rng(4)
+    depth = rng.uniform(0.1, 9.0, (48, 64)).astype(np.float32)
+    msg = array_to_image(depth, "32FC1", Header(frame_id="cam"))
+    assert np.shares_memory(np.asarray(msg.data), depth)  # no copy made
+    back = deserialize_message(serialize_message(msg), Image)
+    assert bytes(back.data) == depth.tobytes()
+    by_setter = Image(header=msg.header, height=msg.height, width=msg.width,
+                      encoding=msg.encoding, step=msg.step,
+                      data=array.array("B", depth.tobytes()))
+    assert serialize_message(by_setter) == serialize_message(msg)
+    k = Intrinsics(50.0, 50.0, 31.5, 23.5, 64, 48)
+    points = depth_to_points(depth, k, rgb=rng.integers(0, 256, (48, 64, 3), dtype=np.uint8))
+    cloud = points_to_cloud(points, Header(frame_id="cam"))
+    back = deserialize_message(serialize_message(cloud), PointCloud2)
+    assert bytes(back.data) == points.tobytes()

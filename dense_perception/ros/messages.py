@@ -21,12 +21,21 @@ MESSAGE_CLASSES: dict[str, type] = {
     "sensor_msgs/msg/PointCloud2": PointCloud2, "std_msgs/msg/String": String}
 
 
-def _byte_array(data: np.ndarray) -> array.array:
-    # array.array('B') is the fast path of rclpy's uint8[] setter (a list would be checked
-    # element by element); frombytes copies straight from the numpy buffer (one copy).
+def _set_data(msg: Image | PointCloud2, data: np.ndarray) -> None:
+    """Give ``msg`` its ``uint8[] data`` (``data``: a flat, contiguous uint8 array).
+
+    rclpy's conversion to the C message (at publish and at serialisation) copies any
+    contiguous buffer in one memcpy: its fast path for arrays of primitives. Only the Python
+    setter insists on ``array.array('B')``, which would cost one more full copy of every
+    frame-sized product. So the array is stored in the field's slot as it is, where the message
+    class has one (rosidl's generated ``_data``); otherwise the setter's way, with that copy.
+    """
+    if "_data" in getattr(type(msg), "__slots__", ()) and data.flags.c_contiguous:
+        msg._data = data  # noqa: SLF001 - see above
+        return
     out = array.array("B")
     out.frombytes(data)
-    return out
+    msg.data = out
 
 
 def array_to_image(image: np.ndarray, encoding: str, header: Header) -> Image:
@@ -34,7 +43,7 @@ def array_to_image(image: np.ndarray, encoding: str, header: Header) -> Image:
     fields = image_fields(image, encoding)
     data = fields.pop("data")
     msg = Image(header=header, **fields)
-    msg.data = _byte_array(data)
+    _set_data(msg, data)
     return msg
 
 
@@ -50,7 +59,7 @@ def points_to_cloud(points: np.ndarray, header: Header) -> PointCloud2:
     fields["fields"] = [PointField(name=name, offset=offset, datatype=PointField.FLOAT32, count=1)
                         for name, offset in fields["fields"]]
     msg = PointCloud2(header=header, **fields)
-    msg.data = _byte_array(data)
+    _set_data(msg, data)
     return msg
 
 
