@@ -67,7 +67,41 @@ def test_bands_cover_every_row_once():
             assert rows == list(range(height)) and len(bands) <= 3
     finally:
         pool.close()
+    pool = HostThreads(4)
+    try:
+        for height in (47, 256):
+            bands = pool.bands(height, most=2)
+            rows = [y for y0, y1 in bands for y in range(y0, y1)]
+            assert rows == list(range(height)) and len(bands) == 2
+    finally:
+        pool.close()
     assert resolve_host_threads(2) == 2 and 1 <= resolve_host_threads(0) <= 4
+
+
+@pytest.mark.timeout(60)
+def test_the_logits_pass_runs_in_at_most_two_bands_whatever_the_host_threads():
+    """Past two bands the pass's small OpenCV calls queue for the GIL (2.4x slower with 4 on a
+    16-core host), so more host threads must not mean more bands; the labels and the
+    probability are the formula's whatever the thread count."""
+    rng = np.random.default_rng(11)
+    logits = rng.normal(size=(1, 150, 64, 48)).astype(np.float32) * 4
+    seen: list[tuple[int, int]] = []
+    real_band = post._labels_and_probability
+
+    def spy(planes):
+        seen.append(planes.shape[1])
+        return real_band(planes)
+
+    pool = HostThreads(8)
+    try:
+        post._labels_and_probability = spy
+        labels, prob, _ = post.labels_and_probability(logits, True, pool)
+    finally:
+        post._labels_and_probability = real_band
+        pool.close()
+    assert len(seen) == post.LOGITS_BANDS_MAX == 2 and sum(seen) == 64
+    np.testing.assert_array_equal(labels, logits[0].argmax(axis=0))
+    np.testing.assert_allclose(prob, _softmax_max(logits), rtol=1e-5)
     with pytest.raises(ValueError, match="host_threads"):
         resolve_host_threads(-1)
 

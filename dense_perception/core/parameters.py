@@ -215,9 +215,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("fallback_hfov_deg", 60.0, "Horizontal field of view for a guessed pinhole "
               "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True,
               unit="deg", offline="--fallback-hfov"),
-    ParamSpec("host_threads", 0, "Threads for the host work around inference (the "
-              "segmentation argmax and confidence in bands of rows); 0 = auto: the cores this "
-              "process may use, at most 4.", low=0, high=64,
+    ParamSpec("host_threads", 0, "Threads for the host work around inference (the depth "
+              "view beside the cloud; the segmentation argmax and confidence in at most two "
+              "bands of rows); 0 = auto: the cores this process may use, at most 4.",
+              low=0, high=64,
               offline="--host-threads"),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
               low=0.05, high=3600.0,

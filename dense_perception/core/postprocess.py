@@ -170,6 +170,13 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     return _probability(total, top)
 
 
+# The logits pass makes about a thousand small OpenCV calls per band, each taking and giving back
+# the GIL; beyond two bands the threads queue for it. Measured on a 16-core GPU host (NVIDIA
+# H200 machine, TIPSv2's 150 x 256 x 256 logits): 1 band 22.0 ms, 2 bands 15.4, 4 bands 36.4,
+# 8 bands 66.4 (the same on a warm local copy, and with OpenCV's own threads at 1).
+LOGITS_BANDS_MAX = 2
+
+
 def labels_and_probability(logits: np.ndarray, probability: bool,
                            threads: HostThreads | None = None
                            ) -> tuple[np.ndarray, np.ndarray | None, float]:
@@ -180,8 +187,9 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
     after their max: each plane gives its pixels' label (lowest class id among equal maxima,
     as argmax) and its term of the softmax sum while it is in cache, so the logits are read
     twice instead of three times. A pixel with a NaN logit gets label
-    :data:`INVALID_LABEL` and probability NaN. One band of rows per host thread (the class
-    planes are contiguous, so each band of each plane is one contiguous block); the
+    :data:`INVALID_LABEL` and probability NaN. One band of rows per host thread, at most
+    :data:`LOGITS_BANDS_MAX` (the class planes are contiguous, so each band of each plane is
+    one contiguous block); the
     milliseconds are the longest band's time in the fused pass (labels and probability
     together: they cannot be timed apart).
     """
@@ -199,7 +207,7 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
         labels[y0:y1], prob[y0:y1] = _labels_and_probability(part)
         return (time.perf_counter() - start) * 1000.0
 
-    bands = threads.bands(height) if threads is not None else [(0, height)]
+    bands = [(0, height)] if threads is None else threads.bands(height, most=LOGITS_BANDS_MAX)
     jobs = [lambda y0=y0, y1=y1: band(y0, y1) for y0, y1 in bands]
     band_ms = threads.run(jobs) if threads is not None else [job() for job in jobs]
     return labels, prob, max(band_ms)
