@@ -81,7 +81,7 @@ def camera_heights_for(values: dict[str, Any]) -> list[float]:
     """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
     camera of ``cameras`` (one for the single default camera)."""
     count = max(1, len(camera_names(values["cameras"])))
-    heights = [h for h in values["camera_heights"]]
+    heights = list(values["camera_heights"])
     if not heights or heights == [0.0]:
         return [values["camera_height"]] * count
     return heights

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 
 import cv2
 import numpy as np
 
 from .intrinsics import Intrinsics
+from .preprocess import PIXEL_FORMATS, to_colour_words
 
 XYZ_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32)])
 XYZRGB_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32),
@@ -27,17 +27,7 @@ def _rays(k: Intrinsics, height: int, width: int, stride: int) -> tuple[np.ndarr
 def pack_rgb(rgb: np.ndarray) -> np.ndarray:
     """Pack H x W x 3 uint8 RGB into float32 the way PCL and RViz read the ``rgb`` field
     (the uint32 0x00RRGGBB's bits)."""
-    return _packed(_rgb_words(rgb))
-
-
-def _rgb_words(rgb: np.ndarray) -> np.ndarray:
-    """H x W uint32 with each RGB pixel's 0xRRGGBB in the low 24 bits (top byte undefined)."""
-    if sys.byteorder != "little":
-        wide = rgb.astype(np.uint32)
-        return (wide[..., 0] << 16) | (wide[..., 1] << 8) | wide[..., 2]
-    # On a little-endian host 0x00RRGGBB is the bytes B, G, R, 0: OpenCV's BGRA, one
-    # vectorised pass instead of three widened copies and shifts.
-    return cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGRA).view(np.uint32)[:, :, 0]
+    return _packed(to_colour_words(rgb, PIXEL_FORMATS["rgb8"]))
 
 
 def _packed(words: np.ndarray) -> np.ndarray:
@@ -83,7 +73,8 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
                              f"{depth.shape[1]}x{depth.shape[0]}")
         # Whole-image words, then a sample of 4-byte items: a sample of 3-byte pixels first
         # would be a slow strided copy.
-        words = rgb if rgb.ndim == 2 and rgb.dtype == np.uint32 else _rgb_words(rgb)
+        words = rgb if rgb.ndim == 2 and rgb.dtype == np.uint32 else \
+            to_colour_words(rgb, PIXEL_FORMATS["rgb8"])
         planes.append(_packed(words[::stride, ::stride]))
     records = cv2.merge(planes)
     if organized:

@@ -186,11 +186,10 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
     Without the probability, :func:`labels_and_max`. With it, one pass over the class planes
     after their max: each plane gives its pixels' label (lowest class id among equal maxima,
     as argmax) and its term of the softmax sum while it is in cache, so the logits are read
-    twice instead of three times. A pixel with a NaN logit gets label
-    :data:`INVALID_LABEL` and probability NaN. One band of rows per host thread, at most
-    :data:`LOGITS_BANDS_MAX` (the class planes are contiguous, so each band of each plane is
-    one contiguous block); the
-    milliseconds are the longest band's time in the fused pass (labels and probability
+    twice instead of three times. A pixel with a NaN logit gets label :data:`INVALID_LABEL`
+    and probability NaN. One band of rows per host thread, at most :data:`LOGITS_BANDS_MAX`
+    (the class planes are contiguous, so each band of each plane is one contiguous block);
+    the milliseconds are the longest band's time in the fused pass (labels and probability
     together: they cannot be timed apart).
     """
     planes = logits[0]

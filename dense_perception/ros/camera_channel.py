@@ -50,6 +50,11 @@ class CameraChannel:
             watch=watch, on_reference=self._on_reference if wants_reference else None,
             info_mode=values["camera_info_qos"], prefix=name)
 
+    @property
+    def log_prefix(self) -> str:
+        """What leads this camera's log lines ("front: "; "" for the single default camera)."""
+        return f"{self.name}: " if self.name else ""
+
     def update(self, active: bool) -> None:
         """Subscribe to the camera while active and one of its outputs has a subscriber
         (lazy per camera: one nobody reads is not even received)."""

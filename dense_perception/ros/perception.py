@@ -47,7 +47,6 @@ from .parameters import (StartupError, changed_values, check_changes, declare_pa
                          pipeline_config, scale_config)
 
 NODE_NAME = "dense_perception"
-CAMERA_INFO_HISTORY = 30
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
 
 
@@ -257,9 +256,8 @@ class Perception:
         except BadImageError as exc:
             channel.stats.rejected += 1
             channel.stats.end_wait()  # no output is due for a bad frame (it is counted instead)
-            where = f"{channel.name}: " if channel.name else ""
             self._warn_once_per(f"bad:{channel.name}:{str(exc)[:40]}",
-                                f"{where}skipping image: {exc}")
+                                f"{channel.log_prefix}skipping image: {exc}")
             return None
         # The camera is needed before inference: a distorted raw image is rectified first.
         # Until the first CameraInfo arrives, wait for it up to the slop after the frame came.
@@ -275,7 +273,7 @@ class Perception:
     def _finish(self, item: _Inferred) -> None:
         channel = item.frame.channel
         stats, scaler = channel.stats, channel.scaler
-        where = f"{channel.name}: " if channel.name else ""
+        where = channel.log_prefix
         header = item.frame.msg.header
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
         reference = self._reference_for(channel, stamp, item.values) \
