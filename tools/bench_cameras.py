@@ -44,8 +44,36 @@ print("MEM", *proc_memory_mb())
 
 
 def proc_memory_mb(pid: int | str = "self") -> tuple[float, float, float]:
-    """(RSS, peak RSS, PSS) of a process in MB, from /proc (PSS: shared pages divided among
-    the processes sharing them)."""
+    """(RSS, peak RSS, PSS) in MB of a process and its worker processes (the GPU, NPU and
+    CPU-fp16 backends run the model in a child), from /proc; PSS divides shared pages among
+    the processes sharing them, the summed peak is an upper bound."""
+    total = [0.0, 0.0, 0.0]
+    for member in [pid, *_descendants(pid)]:
+        try:
+            for i, value in enumerate(_one_proc_memory_mb(member)):
+                total[i] += value
+        except (OSError, KeyError):  # a worker that ended meanwhile
+            if member == pid:
+                raise
+    return total[0], total[1], total[2]
+
+
+def _descendants(pid: int | str) -> list[str]:
+    """Every process below ``pid`` (/proc/<pid>/task/*/children, Linux 3.5+)."""
+    found, queue = [], [str(pid)]
+    while queue:
+        parent = queue.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                kids = children.read_text().split()
+            except OSError:
+                continue
+            found += kids
+            queue += kids
+    return found
+
+
+def _one_proc_memory_mb(pid: int | str) -> tuple[float, float, float]:
     status = Path(f"/proc/{pid}/status").read_text()
     fields = {line.split(":")[0]: line.split()[1] for line in status.splitlines()
               if line.startswith(("VmRSS", "VmHWM"))}

@@ -6,6 +6,11 @@ with native fp16 arithmetic: ARMv8.2-A and later (Raspberry Pi 5's Cortex-A76, J
 phones), which the kernel reports as the ``fphp``/``asimdhp`` hardware capabilities. Elsewhere
 (x86_64 here) the runner stays on fp32 and says why in one line.
 
+The fp16 model runs in a worker process (:class:`~.gpu_runner.GpuProcessRunner`, as the GPU
+and NPU do): ``CompiledModel.run_by_index`` holds the GIL for the whole inference (measured: a
+Python thread spinning beside it got 0.2 % of its idle count), which would stop the node's
+executor and host threads for every frame on exactly the machines that take this path.
+
 * ``fp32``: the Interpreter with XNNPACK, as before.
 * ``fp16``: fp16 inference where the CPU has it, else fp32 with the reason.
 * ``auto``: fp16 where the CPU has it and the model passes a fidelity check at load (fp16 vs
@@ -30,7 +35,15 @@ MIN_FP16_CORR = 0.999
 XNNPACK_FLAG_QS8 = 0x1
 XNNPACK_FLAG_QU8 = 0x2
 XNNPACK_FLAG_FORCE_FP16 = 0x4
-FP16_XNNPACK_FLAGS = XNNPACK_FLAG_QS8 | XNNPACK_FLAG_QU8 | XNNPACK_FLAG_FORCE_FP16
+# Convolutions build their indirection buffers per run instead of keeping one per op: TIPSv2
+# class at 448 px, 97 MB less RSS (1355 -> 1258 MB after a run, x86_64 with fp16 forced).
+XNNPACK_FLAG_TRANSIENT_INDIRECTION_BUFFER = 0x20
+FP16_XNNPACK_FLAGS = (XNNPACK_FLAG_QS8 | XNNPACK_FLAG_QU8 | XNNPACK_FLAG_FORCE_FP16
+                      | XNNPACK_FLAG_TRANSIENT_INDIRECTION_BUFFER)
+# The fp16 worker's limits: XNNPACK does not hang like a GPU driver, and emulated aarch64
+# (make test-arm64) takes minutes a run, so only a worker that is truly gone is replaced.
+FP16_WORKER_TIMEOUT_S = 3600.0
+FP16_WORKER_MAX_RESTARTS = 1
 
 # Linux aarch64 AT_HWCAP bits (arch/arm64/include/uapi/asm/hwcap.h).
 _AT_HWCAP = 16
@@ -104,7 +117,8 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
                     log: Callable[[str], None]):
     """The CPU runner for ``precision`` ('auto' | 'fp32' | 'fp16'); its ``description`` ends
     with the precision and, when fp16 was not used, why (one line)."""
-    from .runner_base import CompiledModelRunner, InterpreterRunner
+    from .gpu_runner import GpuProcessRunner, GpuUnavailableError
+    from .runner_base import InterpreterRunner
 
     if precision not in CPU_PRECISIONS:
         raise ValueError(f"cpu_precision '{precision}' is unknown; allowed: "
@@ -119,14 +133,18 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
             log(f"cpu_precision fp16 unavailable ({why}); running fp32")
         return runner
     try:
-        fp16 = CompiledModelRunner(model_path, accelerator="cpu", num_threads=threads,
-                                   cpu_options={"xnnpack_flags": FP16_XNNPACK_FLAGS})
-    except RuntimeError as exc:
+        fp16 = GpuProcessRunner(model_path, cpu={"num_threads": threads,
+                                                 "xnnpack_flags": FP16_XNNPACK_FLAGS},
+                                startup_timeout_s=FP16_WORKER_TIMEOUT_S,
+                                timeout_s=FP16_WORKER_TIMEOUT_S,
+                                max_restarts=FP16_WORKER_MAX_RESTARTS)
+    except GpuUnavailableError as exc:
         runner = InterpreterRunner(model_path, threads)
         reason = " ".join(str(exc).split())[:160]  # LiteRT's message spans lines
         runner.description += f", fp32: XNNPACK fp16 did not initialise ({reason})"
         return runner
-    fp16.description = f"cpu (XNNPACK CompiledModel, {threads} threads, fp16 arithmetic)"
+    fp16.description = (f"cpu (XNNPACK CompiledModel in a worker process, {threads} threads, "
+                        "fp16 arithmetic)")
     if precision == "fp16":
         return fp16
     fp32 = InterpreterRunner(model_path, threads)
@@ -135,5 +153,6 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
     if all(c >= MIN_FP16_CORR for c in corr):  # NaN fails
         fp16.description = fp16.description[:-1] + f"; fp16 vs fp32 corr {figures})"
         return fp16
+    fp16.close()
     fp32.description += f", fp32: fp16 fidelity check failed (corr {figures} < {MIN_FP16_CORR})"
     return fp32

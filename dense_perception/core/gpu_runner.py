@@ -1,5 +1,8 @@
 """The GPU backend: LiteRT's WebGPU accelerator (Dawn over Vulkan) in a worker process.
 
+The NPU backend and the CPU's fp16 path (:mod:`.cpu_precision`) use the same worker: their
+CompiledModel runs hold the GIL too.
+
 Why a process: ``CompiledModel.run_by_index`` only queues the GPU work, and the following
 ``TensorBuffer.read`` waits for the GPU *while holding Python's GIL* (measured: a Python thread
 gets no time slice during the read). In the node that would freeze the executor (parameter
@@ -85,9 +88,12 @@ class GpuProcessRunner:
     def __init__(self, model_path: str, precision: str = "fp16",
                  startup_timeout_s: float = STARTUP_TIMEOUT_S,
                  timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_restarts: int = DEFAULT_MAX_RESTARTS, npu: dict | None = None) -> None:
+                 max_restarts: int = DEFAULT_MAX_RESTARTS, npu: dict | None = None,
+                 cpu: dict | None = None) -> None:
         """``npu``: run backend npu instead (:func:`~.npu_runner.open_npu_runner`'s options):
-        OpenVINO's dispatch holds the GIL for the whole inference too (measured)."""
+        OpenVINO's dispatch holds the GIL for the whole inference too (measured). ``cpu``
+        (``num_threads``, ``xnnpack_flags``): XNNPACK through CompiledModel on the CPU, the
+        fp16 path of :mod:`.cpu_precision`, whose run holds the GIL too (measured)."""
         if not timeout_s > 0 or max_restarts < 0:
             raise ValueError(f"GPU timeout must be > 0 and restarts >= 0, got {timeout_s} s "
                              f"and {max_restarts}")
@@ -95,8 +101,9 @@ class GpuProcessRunner:
         self.last_invoke_ms = float("nan")
         self.timeout_s, self.max_restarts, self.restarts = timeout_s, max_restarts, 0
         self._model = {"model": model_path, "precision": precision,
-                       **({"npu": npu} if npu is not None else {})}
-        self._kind = "NPU" if npu is not None else "GPU"  # in messages
+                       **({"npu": npu} if npu is not None else {}),
+                       **({"cpu": cpu} if cpu is not None else {})}
+        self._kind = "NPU" if npu is not None else "CPU" if cpu is not None else "GPU"
         self._startup_timeout_s = startup_timeout_s
         self._lost_in_a_row = 0  # hung or dead workers since the last good inference
         self._failed = ""  # why the GPU is unusable (GpuWorkerFailedError), once it is
@@ -121,7 +128,7 @@ class GpuProcessRunner:
                 os.write(2, self.native_log.text.encode("utf-8", "replace"))
         if not hello["ok"]:
             self.close()
-            reason = hello["error"] if npu is not None else \
+            reason = hello["error"] if self._kind != "GPU" else \
                 (self.native_log.gpu_reason() or hello["error"])
             raise GpuUnavailableError(reason)
         self.adapter: Adapter | None = self.native_log.adapter()
@@ -141,6 +148,10 @@ class GpuProcessRunner:
             self.backend = "npu"
             self.__dict__.update(hello["npu"])
             self.description = self.description[:-1] + "; worker process)"
+        if cpu is not None:
+            self.backend = "cpu"
+            self.description = (f"cpu (XNNPACK CompiledModel in a worker process, "
+                                f"{cpu['num_threads']} threads)")
 
     # ---- Runner ----------------------------------------------------------------------------
     def input_buffer(self) -> np.ndarray:
@@ -229,8 +240,9 @@ class GpuProcessRunner:
             # Reserve the pages now: no memory is an error here, not a SIGBUS on first touch.
             os.posix_fallocate(self._memfd, 0, size)
         except OSError as exc:
-            raise GpuUnavailableError(f"no memory for the GPU worker's {size / 1e6:.0f} MB of "
-                                      f"input and outputs ({exc.strerror})") from None
+            raise GpuUnavailableError(f"no memory for the {self._kind} worker's "
+                                      f"{size / 1e6:.0f} MB of input and outputs "
+                                      f"({exc.strerror})") from None
         self._shm = mmap.mmap(self._memfd, size)
         self._offsets = offsets
         self._views = [np.frombuffer(self._shm, np.float32, int(np.prod(shape)), offset)
@@ -241,7 +253,8 @@ class GpuProcessRunner:
         """Have the worker map the shared memory (its inherited memfd)."""
         reply = self._call({"shared_fd": self._memfd, "offsets": self._offsets})
         if not reply["ok"]:
-            raise GpuUnavailableError(f"GPU worker could not map shared memory: {reply['error']}")
+            raise GpuUnavailableError(f"{self._kind} worker could not map shared memory: "
+                                      f"{reply['error']}")
 
     def _replace_worker(self, why: str) -> NoReturn:
         """The worker hung or died: kill it, start another (bounded), and raise for this frame."""

@@ -6,6 +6,8 @@ Protocol: one JSON request per line on stdin, one JSON reply per line on the ori
 1. ``{"model": path, "precision": "fp16"|"fp32"}`` -> ``{"ok", "error", "log", "inputs",
    "outputs", "fully_accelerated"}``; ``log`` is LiteRT's native log while compiling. With
    ``"npu": {options}`` backend npu instead (:mod:`.npu_runner`), and ``"npu": {NPU_FACTS}``.
+   With ``"cpu": {"num_threads", "xnnpack_flags"}``: XNNPACK through CompiledModel on the CPU
+   (fp16 arithmetic, :mod:`.cpu_precision`), whose run holds the GIL as well.
 2. ``{"shared_fd": fd, "offsets": [...]}`` -> ``{"ok"}``: the input, then the outputs, as
    float32 at those byte offsets of the shared memory, an anonymous memfd inherited as ``fd``.
 3. ``{"run": true}`` -> ``{"ok", "ms"}``: inference on the shared input, outputs written there.
@@ -58,6 +60,10 @@ def serve(requests, reply) -> int:
                 runner = open_npu_runner(first["model"], log=notes.append, warn=notes.append,
                                          **first["npu"])
                 runner.notes = notes
+            elif "cpu" in first:
+                runner = CompiledModelRunner(
+                    first["model"], "cpu", num_threads=int(first["cpu"]["num_threads"]),
+                    cpu_options={"xnnpack_flags": int(first["cpu"]["xnnpack_flags"])})
             else:
                 runner = CompiledModelRunner(first["model"], "gpu",
                                              gpu_precision=first.get("precision", "fp16"))

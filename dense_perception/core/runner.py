@@ -7,7 +7,8 @@ features instead of pinning a version:
   the GIL, so pre/post-processing of other frames can overlap inference, and its tensors can be
   read and written in place.
 * CPU fp16 (``cpu_precision``, see :mod:`.cpu_precision`): ``CompiledModel`` on the CPU with
-  XNNPACK's force-fp16 flag, where the CPU has native fp16 arithmetic (ARMv8.2+).
+  XNNPACK's force-fp16 flag, where the CPU has native fp16 arithmetic (ARMv8.2+), in a worker
+  process (:mod:`.gpu_runner`) because its run holds the GIL.
 * GPU: ``CompiledModel`` with ``HardwareAccelerator.GPU`` (2.x only: LiteRT's WebGPU
   accelerator, Dawn over Vulkan), run in a worker process by :mod:`.gpu_runner` because its
   output reads hold the GIL. ``backend='auto'`` falls back to the CPU, and says why, when the

@@ -124,6 +124,9 @@ class CompiledModelRunner:
         self._input = np.zeros(self.input_shapes[0], np.float32)
         self.fully_accelerated = bool(self._model.is_fully_accelerated())
         self.description = f"{accelerator} (LiteRT CompiledModel)"
+        # On the CPU, XNNPACK packed the weights while compiling: as for the Interpreter, the
+        # mapped file's pages need not stay resident (-300 MB RSS for TIPSv2).
+        self.released_bytes = release_file_pages(model_path) if accelerator == "cpu" else 0
 
     def input_buffer(self) -> np.ndarray:
         return self._input
