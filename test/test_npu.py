@@ -10,8 +10,6 @@ test runs where it is absent.
 import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -232,39 +230,20 @@ def test_npu_inference_leaves_the_gil_free(openvino, tmp_path):
     """A Python thread keeps running during NPU inferences: the model is in a worker process.
     OpenVINO's dispatch in this process, for comparison, holds the GIL while it runs."""
     from dense_perception.core.npu_runner import open_npu_runner
-    ticks, stop = [], threading.Event()
-
-    def ticker():
-        while not stop.is_set():
-            time.sleep(0.002)
-            ticks.append(time.perf_counter())
-
-    def ticks_during(runner, rounds=5):
-        counted, spent = 0, 0.0
-        for _ in range(rounds):
-            start = time.perf_counter()
-            runner.run()
-            end = time.perf_counter()
-            counted += sum(1 for t in ticks if start < t < end)
-            spent += end - start
-        return counted, spent
+    from support.gil_ticks import Ticker, gil_was_free
 
     worker = open_runner(TIPS_TEST_MODEL, "npu", log=quiet, npu_options=on_cpu_device(tmp_path))
     inproc = open_npu_runner(TIPS_TEST_MODEL, "intel_openvino", "CPU", str(tmp_path), log=quiet)
     assert worker.worker_pid is not None
-    thread = threading.Thread(target=ticker, daemon=True)
-    thread.start()
     try:
-        got, spent = ticks_during(worker)
-        got_inproc, spent_inproc = ticks_during(inproc)
+        with Ticker() as ticker:
+            got, spent = ticker.ticks_during(worker.run, rounds=5)
+            got_inproc, spent_inproc = ticker.ticks_during(inproc.run, rounds=5)
     finally:
-        stop.set()
-        thread.join()
         worker.close()
     print(f"ticks of a 2 ms Python loop during NPU inference: worker process {got} in "
           f"{spent * 1000:.0f} ms, in this process {got_inproc} in {spent_inproc * 1000:.0f} ms")
-    # A free GIL gives a tick every ~2-3 ms; demand a quarter of that on a busy machine.
-    assert got >= 0.25 * spent / 0.003, (got, spent)
+    assert gil_was_free(got, spent), (got, spent)
 
 
 # ---- pipeline and offline command ------------------------------------------------------------

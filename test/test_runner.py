@@ -77,34 +77,14 @@ def test_cpu_compiled_model_runs_in_a_worker_that_leaves_the_gil_free(maker):
     """cpu_precision's fp16 path runs CompiledModel on the CPU, whose run holds the GIL; in its
     worker process a Python thread keeps running meanwhile. Here with XNNPACK's fp32 flags
     (fp16 needs an ARMv8.2 CPU: make test-arm64), against the test model's closed form."""
-    import threading
-    import time
     from dense_perception.core.cpu_precision import XNNPACK_FLAG_QS8, XNNPACK_FLAG_QU8
     from dense_perception.core.gpu_runner import GpuProcessRunner
-
-    ticks: list[float] = []
-    stop = threading.Event()
-
-    def ticker():
-        while not stop.is_set():
-            time.sleep(0.002)
-            ticks.append(time.perf_counter())
-
-    def ticks_during(runner, rounds=10):
-        counted, spent = 0, 0.0
-        for _ in range(rounds):
-            start = time.perf_counter()
-            runner.run()
-            end = time.perf_counter()
-            counted += sum(1 for t in ticks if start < t < end)
-            spent += end - start
-        return counted, spent
+    from support.gil_ticks import Ticker, gil_was_free
 
     flags = XNNPACK_FLAG_QS8 | XNNPACK_FLAG_QU8
     worker = GpuProcessRunner(TIPS_TEST_MODEL, cpu={"num_threads": 1, "xnnpack_flags": flags})
     inproc = CompiledModelRunner(TIPS_TEST_MODEL, "cpu", num_threads=1,
                                  cpu_options={"xnnpack_flags": flags})
-    thread = threading.Thread(target=ticker, daemon=True)
     try:
         assert worker.backend == "cpu" and "worker process" in worker.description
         x = random_input((1, 3, 448, 448), seed=7)
@@ -114,18 +94,14 @@ def test_cpu_compiled_model_runs_in_a_worker_that_leaves_the_gil_free(maker):
         np.testing.assert_allclose(depth, ref_depth, atol=1e-5)
         np.testing.assert_allclose(normals, ref_normals, atol=1e-5)
         inproc.run()
-        thread.start()
-        got, spent = ticks_during(worker)
-        got_inproc, spent_inproc = ticks_during(inproc)
+        with Ticker() as ticker:
+            got, spent = ticker.ticks_during(worker.run, rounds=10)
+            got_inproc, spent_inproc = ticker.ticks_during(inproc.run, rounds=10)
     finally:
-        stop.set()
-        if thread.is_alive():
-            thread.join()
         worker.close()
     print(f"ticks of a 2 ms Python loop during CPU CompiledModel runs: worker process {got} in "
           f"{spent * 1000:.0f} ms, in-process {got_inproc} in {spent_inproc * 1000:.0f} ms")
-    # A free GIL gives a tick every ~2-3 ms; demand a quarter of that on a busy machine.
-    assert got >= 0.25 * spent / 0.003, (got, spent)
+    assert gil_was_free(got, spent), (got, spent)
 
 
 def test_missing_file(tmp_path):
