@@ -155,7 +155,14 @@ def test_points_match_reference_back_projection(tips):
     assert len(cloud) == len(ref) and len(ref) < 448 * 448  # max_depth removed some
     np.testing.assert_allclose(np.stack([cloud["x"], cloud["y"], cloud["z"]], 1), ref, rtol=1e-5,
                                atol=1e-6)
-    assert "rgb" in cloud.dtype.names
+    # Each point's colour is its model-grid pixel's, packed 0x00RRGGBB as PCL does.
+    fitted = pipeline.plan_for(640, 480).fit_image(frame).astype(np.uint32)
+    depth = products.depth
+    with np.errstate(invalid="ignore"):
+        kept = np.isfinite(depth) & (depth > 0) & (depth <= 3.0)
+    packed = (fitted[..., 0] << 16) | (fitted[..., 1] << 8) | fitted[..., 2]
+    np.testing.assert_array_equal(np.ascontiguousarray(cloud["rgb"]).view(np.uint32),
+                                  packed[kept])
 
 
 def test_missing_or_bad_camera_info_uses_fallback_and_says_so(tips):
