@@ -57,3 +57,26 @@ def test_ade20k_data_files():
     assert (palette[150:] == 0).all()
     labels = np.array([[0, 2], [post.INVALID_LABEL, 149]], np.uint8)
     assert tuple(post.colorize_labels(labels)[1, 0]) == (0, 0, 0)
+
+
+def test_percentile_pair_is_numpys_percentile():
+    """The depth view's range: numpy's own percentile (its 'linear' method) at two
+    percentiles, on sizes from 1 up, with ties, negative values and -0.0."""
+    rng = np.random.default_rng(11)
+    cases = [np.array([2.5], np.float32), np.array([3.0, 1.0], np.float32),
+             np.array([-0.0, 0.0, 1.0, -0.0], np.float32)]
+    for trial in range(300):
+        n = int(rng.integers(1, 4000))
+        x = (rng.random(n) * [1.0, 100.0, 1e-3][trial % 3]).astype(np.float32)
+        if trial % 4 == 0:
+            x = np.round(x, 1)  # many ties
+        if trial % 5 == 0:
+            x -= np.float32(0.5 * x.max())  # negative values: the float partition
+        cases.append(x)
+    for x in cases:
+        for low, high in ((2.0, 98.0), (0.0, 100.0), (50.0, 50.0), (10.0, 37.5)):
+            expected = np.percentile(x, (low, high))
+            got = post.percentile_pair(x.copy(), low, high)
+            # bit for bit with numpy 2.2-2.4; float32 rounding allowed for other versions
+            np.testing.assert_allclose(got, expected, rtol=1e-7, atol=0,
+                                       err_msg=f"n={x.size} q=({low}, {high})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from functools import lru_cache
 from importlib import resources
@@ -57,9 +58,8 @@ def colorize_depth(depth: np.ndarray, low_pct: float = 2.0, high_pct: float = 98
     # A quarter of the pixels gives the same robust range at a quarter of the cost.
     sample = depth[::2, ::2]
     sample = sample[np.isfinite(sample)]
-    # Both are fresh copies (boolean indexing), so the percentile may partition them in place.
-    lo, hi = np.percentile(sample if sample.size else depth[valid], (low_pct, high_pct),
-                           overwrite_input=True)
+    # Both are fresh copies (boolean indexing), so they may be partitioned in place.
+    lo, hi = percentile_pair(sample if sample.size else depth[valid], low_pct, high_pct)
     span = max(float(hi - lo), 1e-6)
     # Near is bright: index 255 at lo, 0 at hi and beyond. hi - d is clamped at 0 first (the
     # next step takes an absolute value); x - 0.5 rounded is floor(x) but at exact integers.
@@ -69,6 +69,37 @@ def colorize_depth(depth: np.ndarray, low_pct: float = 2.0, high_pct: float = 98
     index = cv2.convertScaleAbs(behind, alpha=255.0 / span, beta=-0.5)
     colours = cv2.applyColorMap(index, cv2.COLORMAP_TURBO)
     return cv2.bitwise_and(colours, colours, mask=valid.view(np.uint8))
+
+
+def percentile_pair(values: np.ndarray, low_pct: float, high_pct: float) -> tuple[float, float]:
+    """``np.percentile(values, (low_pct, high_pct))`` (its default 'linear' method) of a 1-D
+    float32 array without NaN, which is partitioned in place (pass a copy); low <= high.
+
+    numpy partitions at six ranks, the ends included (to find NaN), with its NaN-aware float
+    comparison. Here: two ranks, and where no value is negative, on the int32 view of the bits
+    (IEEE 754 bit patterns of non-negative floats order as the floats do, and the integer
+    partition is faster): 0.8 against 1.7 ms for the depth view's 113,000 samples at 896x504.
+    The order statistics and the interpolation are numpy's.
+    """
+    n = values.size
+    ranks = [(n - 1) * (low_pct / 100.0), (n - 1) * (high_pct / 100.0)]  # numpy's order
+    below = [min(int(math.floor(r)), n - 1) for r in ranks]
+    keys = values.view(np.int32) if values.dtype == np.float32 and values.min() >= 0 else values
+    keys.partition(below)
+    result = []
+    for j, (rank, i) in enumerate(zip(ranks, below)):
+        a, gamma = values[i], rank - i
+        if gamma == 0.0 or i + 1 >= n:
+            result.append(float(a))
+            continue
+        # The next order statistic is the smallest value above rank i, up to the next rank.
+        end = below[1] + 1 if j == 0 and below[1] > i else n
+        b = values[i + 1:end].min()
+        # numpy's lerp: the difference in float32 (the values' type), then float64 from the
+        # nearer end
+        step = float(b - a)
+        result.append(float(a) + step * gamma if gamma < 0.5 else float(b) - step * (1.0 - gamma))
+    return result[0], result[1]
 
 
 def normals_from_output(raw: np.ndarray) -> np.ndarray:
