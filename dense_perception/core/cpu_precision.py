@@ -143,8 +143,7 @@ def open_cpu_runner(model_path: str, threads: int, precision: str,
         reason = " ".join(str(exc).split())[:160]  # LiteRT's message spans lines
         runner.description += f", fp32: XNNPACK fp16 did not initialise ({reason})"
         return runner
-    fp16.description = (f"cpu (XNNPACK CompiledModel in a worker process, {threads} threads, "
-                        "fp16 arithmetic)")
+    fp16.description = fp16.description[:-1] + ", fp16 arithmetic)"
     if precision == "fp16":
         return fp16
     fp32 = InterpreterRunner(model_path, threads)

@@ -378,9 +378,10 @@ class DensePipeline:
             if res == "input":
                 full = self._rectifier.full_frame(frame, raw.camera) if raw.rectified else frame
                 rgb = to_colour_words(full, raw.fmt)
-            elif not plan.turned and raw.fitted.shape[1::-1] == plan.published_size(res):
-                # The model's grid is the published one: the frame's colour words straight away
-                # (unfit would return the image itself, after a needless conversion to RGB).
+            elif not plan.turned:
+                # Unturned, the model's grid (the fitted frame's) is the published one: the
+                # frame's colour words straight away (unfit would return the image itself,
+                # after a needless conversion to RGB).
                 rgb = to_colour_words(raw.fitted, raw.fmt)
             else:
                 rgb = plan.unfit(to_rgb8(raw.fitted, raw.fmt), res, Interp.LINEAR)
