@@ -41,13 +41,14 @@ def test_banded_labels_and_probability_equal_numpy(threads, spread):
     assert none is None and zero == 0.0 and ms > 0.0
 
 
-def test_bad_logits_give_nan_probability_in_every_band():
-    logits = np.zeros((1, 5, 64, 8), np.float32)
-    logits[0, 2, 3, 3] = np.nan      # band one
-    logits[0, 1, 60, 1] = np.inf     # band four
+def test_bad_logits_give_nan_probability_in_every_part():
+    logits = np.zeros((1, 40, 64, 8), np.float32)  # two class parts, two row halves
+    logits[0, 30, 3, 3] = np.nan     # class part two, row half one
+    logits[0, 1, 60, 1] = np.inf     # class part one, row half two
     pool = HostThreads(4)
     try:
         labels, prob, _ = post.labels_and_probability(logits, True, pool)
+        labels_only, _, _ = post.labels_and_probability(logits, False, pool)
     finally:
         pool.close()
     bad = np.zeros(prob.shape, bool)
@@ -55,7 +56,8 @@ def test_bad_logits_give_nan_probability_in_every_band():
     assert np.isnan(prob[bad]).all()
     assert labels[3, 3] == post.INVALID_LABEL and labels[60, 1] == 1  # NaN: no class; +inf wins
     assert (labels[~bad] == 0).all()  # all equal: the lowest id
-    np.testing.assert_allclose(prob[~bad], 0.2, rtol=1e-6)
+    np.testing.assert_array_equal(labels_only, labels)
+    np.testing.assert_allclose(prob[~bad], 1 / 40, rtol=1e-6)
 
 
 def test_bands_cover_every_row_once():
@@ -79,27 +81,29 @@ def test_bands_cover_every_row_once():
 
 
 @pytest.mark.timeout(60)
-def test_the_logits_pass_runs_in_at_most_two_bands_whatever_the_host_threads():
-    """Past two bands the pass's small OpenCV calls queue for the GIL (2.4x slower with 4 on a
-    16-core host), so more host threads must not mean more bands; the labels and the
-    probability are the formula's whatever the thread count."""
+def test_the_logits_pass_splits_the_classes_in_at_most_two_parts_whatever_the_host_threads():
+    """Each thread takes whole class planes (half as many GIL-taking OpenCV calls as row bands
+    for the same work); more host threads must not mean more parts (past two, the calls queue
+    for the GIL). Every class is seen once, and the labels and the probability are the
+    formula's whatever the thread count."""
     rng = np.random.default_rng(11)
     logits = rng.normal(size=(1, 150, 64, 48)).astype(np.float32) * 4
     seen: list[tuple[int, int]] = []
-    real_band = post._labels_and_probability
+    real_part = post._labels_and_softmax_sum
 
-    def spy(planes):
-        seen.append(planes.shape[1])
-        return real_band(planes)
+    def spy(planes, k0, k1, top, softmax):
+        seen.append((k0, k1))
+        return real_part(planes, k0, k1, top, softmax)
 
     pool = HostThreads(8)
     try:
-        post._labels_and_probability = spy
+        post._labels_and_softmax_sum = spy
         labels, prob, _ = post.labels_and_probability(logits, True, pool)
     finally:
-        post._labels_and_probability = real_band
+        post._labels_and_softmax_sum = real_part
         pool.close()
-    assert len(seen) == post.LOGITS_BANDS_MAX == 2 and sum(seen) == 64
+    assert len(seen) == post.LOGITS_PARTS_MAX == 2
+    assert sorted(k for k0, k1 in seen for k in range(k0, k1)) == list(range(150))
     np.testing.assert_array_equal(labels, logits[0].argmax(axis=0))
     np.testing.assert_allclose(prob, _softmax_max(logits), rtol=1e-5)
     with pytest.raises(ValueError, match="host_threads"):

@@ -35,8 +35,8 @@ class HostThreads:
             if self.threads > 1 else None
 
     def bands(self, height: int, most: int | None = None) -> list[tuple[int, int]]:
-        """Row ranges splitting ``height`` rows into one band per thread (at least 16 rows),
-        at most ``most`` bands."""
+        """Ranges splitting ``height`` rows (or classes) into one band per thread (at least 16
+        each), at most ``most`` bands."""
         count = max(1, min(self.threads, height // 16, most or self.threads))
         edges = [height * i // count for i in range(count + 1)]
         return [(edges[i], edges[i + 1]) for i in range(count)]

@@ -201,64 +201,74 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     return _probability(total, top)
 
 
-# The logits pass makes about a thousand small OpenCV calls per band, each taking and giving back
-# the GIL; beyond two bands the threads queue for it. Measured on a 16-core GPU host (NVIDIA
-# H200 machine, TIPSv2's 150 x 256 x 256 logits): 1 band 22.0 ms, 2 bands 15.4, 4 bands 36.4,
-# 8 bands 66.4 (the same on a warm local copy, and with OpenCV's own threads at 1).
-LOGITS_BANDS_MAX = 2
+# The pass splits the classes, not the rows, between threads: each OpenCV call then covers a whole
+# class plane, so every thread makes half as many calls for the same work. Its calls take and give
+# back the GIL; with row bands (a thousand calls a band, on half planes) two bands took as long as
+# one on this project's 2-core machine (14.1 against 15.6 ms), and past two they queued for it
+# (on a 16-core GPU host: 1 band 22.0 ms, 2 bands 15.4, 4 bands 36.4, 8 bands 66.4). Split by
+# class, two threads take 9-12 ms here.
+LOGITS_PARTS_MAX = 2
 
 
 def labels_and_probability(logits: np.ndarray, probability: bool,
                            threads: HostThreads | None = None
                            ) -> tuple[np.ndarray, np.ndarray | None, float]:
     """uint8 labels and, if ``probability``, the top class's softmax probability (H x W
-    float32) of a [1,C,H,W] output, and the milliseconds the probability added.
+    float32) of a [1,C,H,W] output, and the milliseconds the pass took with the probability
+    (0 without it).
 
-    Without the probability, :func:`labels_and_max`. With it, one pass over the class planes
-    after their max: each plane gives its pixels' label (lowest class id among equal maxima,
-    as argmax) and its term of the softmax sum while it is in cache, so the logits are read
-    twice instead of three times. A pixel with a NaN logit gets label :data:`INVALID_LABEL`
-    and probability NaN. One band of rows per host thread, at most :data:`LOGITS_BANDS_MAX`
-    (the class planes are contiguous, so each band of each plane is one contiguous block);
-    the milliseconds are the longest band's time in the fused pass (labels and probability
-    together: they cannot be timed apart).
+    First the max over the classes (numpy's, which propagates NaN; rows split between the
+    threads). Then one pass over the class planes: each plane gives its pixels' label (lowest
+    class id among equal maxima, as argmax) and, with the probability, its term of the softmax
+    sum while it is in cache, so the logits are read twice. A pixel with a NaN logit gets label
+    :data:`INVALID_LABEL` (and probability NaN). The classes are split between at most
+    :data:`LOGITS_PARTS_MAX` host threads (at least 16 classes each); their labels are merged by
+    their minimum (a part's invalid 255 is above every class id) and their sums added.
     """
     planes = logits[0]
-    height = planes.shape[1]
-    labels = np.empty(planes.shape[1:], np.uint8)
-    prob = np.empty(planes.shape[1:], np.float32) if probability else None
+    start = time.perf_counter()
+    top = np.empty(planes.shape[1:], np.float32)
+    row_parts = [(0, planes.shape[1])] if threads is None else \
+        threads.bands(planes.shape[1], most=LOGITS_PARTS_MAX)
+    _run(threads, [lambda y0=y0, y1=y1: np.max(planes[:, y0:y1], axis=0, out=top[y0:y1])
+                   for y0, y1 in row_parts])
+    class_parts = [(0, planes.shape[0])] if threads is None else \
+        threads.bands(planes.shape[0], most=LOGITS_PARTS_MAX)
+    parts = _run(threads, [lambda k0=k0, k1=k1: _labels_and_softmax_sum(
+        planes, k0, k1, top, probability) for k0, k1 in class_parts])
+    labels, total = parts[0]
+    for part_labels, part_total in parts[1:]:
+        cv2.min(labels, part_labels, dst=labels)
+        if total is not None:
+            cv2.add(total, part_total, dst=total)
+    if total is None:
+        return labels, None, 0.0
+    prob = _probability(total, top)
+    return labels, prob, (time.perf_counter() - start) * 1000.0
 
-    def band(y0: int, y1: int) -> float:
-        part = planes[:, y0:y1]
-        if prob is None:
-            labels[y0:y1] = labels_and_max(part[None])[0]
-            return 0.0
-        start = time.perf_counter()
-        labels[y0:y1], prob[y0:y1] = _labels_and_probability(part)
-        return (time.perf_counter() - start) * 1000.0
 
-    bands = [(0, height)] if threads is None else threads.bands(height, most=LOGITS_BANDS_MAX)
-    jobs = [lambda y0=y0, y1=y1: band(y0, y1) for y0, y1 in bands]
-    band_ms = threads.run(jobs) if threads is not None else [job() for job in jobs]
-    return labels, prob, max(band_ms)
+def _run(threads: HostThreads | None, jobs: list) -> list:
+    """The jobs' results, side by side on ``threads`` (in order here without them)."""
+    return threads.run(jobs) if threads is not None else [job() for job in jobs]
 
 
-def _labels_and_probability(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, top-class probability) of C x h x w logits: see :func:`labels_and_probability`."""
-    # numpy's max propagates NaN (OpenCV's reduce may not, depending on its vector code).
-    top = planes.max(axis=0)
+def _labels_and_softmax_sum(planes: np.ndarray, k0: int, k1: int, top: np.ndarray,
+                            softmax: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Over classes ``k0``..``k1 - 1``: each pixel's lowest class id whose logit equals ``top``
+    (:data:`INVALID_LABEL` where none does) and, if ``softmax``, sum_k exp(l_k - top)."""
     labels = np.full(top.shape, INVALID_LABEL, np.uint8)
     equal = np.empty(top.shape, np.uint8)
     class_id = np.empty(top.shape, np.uint8)
-    total = np.zeros(top.shape, np.float32)
-    term = np.empty(top.shape, np.float32)
-    for k in range(planes.shape[0] - 1, -1, -1):  # downwards: the lowest id is written last
+    total = np.zeros(top.shape, np.float32) if softmax else None
+    term = np.empty(top.shape, np.float32) if softmax else None
+    for k in range(k1 - 1, k0 - 1, -1):  # downwards: the lowest id is written last
         plane = planes[k]
         cv2.compare(plane, top, cv2.CMP_EQ, dst=equal)  # NaN equals nothing: stays invalid
         class_id.fill(k)
         cv2.copyTo(class_id, equal, dst=labels)
-        _add_softmax_term(plane, top, term, total)
-    return labels, _probability(total, top)
+        if softmax:
+            _add_softmax_term(plane, top, term, total)
+    return labels, total
 
 
 def _add_softmax_term(plane: np.ndarray, top: np.ndarray, term: np.ndarray,
