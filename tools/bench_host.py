@@ -43,16 +43,17 @@ def node_script(checkout: Path | None) -> list[str] | None:
 
 
 def measure(kind: str, stride: int, everything: bool, seconds: float,
-            extra: list[str], checkout: Path | None = None, reliable: bool = False) -> dict:
-    """One node run (from ``checkout``, or this code): its stage means (ms), host ms and
-    ceiling."""
+            extra: list[str], checkout: Path | None = None, reliable: bool = False,
+            fps: float = 5.0) -> dict:
+    """One node run (from ``checkout``, or this code) on a camera at ``fps``: its stage means
+    (ms), host ms and ceiling."""
     args = ["-p", f"model_path:={MODELS[kind]}", "-p", f"points_stride:={stride}", *extra]
     if kind == "da3":
         args += ["-p", "depth_scale_source:=fixed"]
     # A best-effort camera, as a driver's (REP 2003): on loopback about a third of the 2.7 MB
     # frames arrive, so the node's means cover some 40 frames of a 30 s window. ``reliable``
     # delivers every frame (110+ frames: the start-up frames leave the 100-frame means).
-    result = run_stream(args, script=node_script(checkout), fps=5.0, seconds=seconds,
+    result = run_stream(args, script=node_script(checkout), fps=fps, seconds=seconds,
                         subscribe_all=everything, encoding="bgr8", log=lambda *_: None,
                         reliable=reliable)
     d = result.diagnostics
@@ -74,9 +75,9 @@ def paired(kind: str, stride: int, everything: bool, args: argparse.Namespace) -
     before, after = [], []
     for _ in range(args.rounds):
         before.append(measure(kind, stride, everything, args.seconds, args.ros_args,
-                              args.before, args.reliable))
+                              args.before, args.reliable, args.fps))
         after.append(measure(kind, stride, everything, args.seconds, args.ros_args,
-                             reliable=args.reliable))
+                             reliable=args.reliable, fps=args.fps))
     ratios = [a["host_ms"] / b["host_ms"] for a, b in zip(after, before) if b["host_ms"]]
     row = sorted(after, key=lambda r: r["host_ms"])[len(after) // 2]
     return {**row, "host_ms": round(statistics.median(r["host_ms"] for r in after), 2),
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="measured window per run")
     parser.add_argument("--reliable", action="store_true",
                         help="play the frames reliable, so that every frame reaches the node")
+    parser.add_argument("--fps", type=float, default=5.0,
+                        help="the camera's frame rate (5: the issue's set-up; a higher rate "
+                             "keeps the cores from idling between frames, as on a GPU host)")
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=sorted(MODELS))
     parser.add_argument("--before", type=Path, default=None,
                         help="a checkout of older code, measured in paired rounds beside this")
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         for stride, everything in ((2, True), (1, True), (2, False)):
             if args.before is None:
                 row = measure(kind, stride, everything, args.seconds, args.ros_args,
-                              reliable=args.reliable)
+                              reliable=args.reliable, fps=args.fps)
             else:
                 row = paired(kind, stride, everything, args)
             rows.append(row)

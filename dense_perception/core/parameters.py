@@ -216,8 +216,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True,
               unit="deg", offline="--fallback-hfov"),
     ParamSpec("host_threads", 0, "Threads for the host work around inference (the depth "
-              "view beside the cloud; the segmentation argmax and confidence in at most two "
-              "bands of rows); 0 = auto: the cores this process may use, at most 4.",
+              "view beside the cloud; the segmentation argmax and confidence split by class "
+              "between at most two); 0 = auto: the cores this process may use, at most 4.",
               low=0, high=64,
               offline="--host-threads"),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
