@@ -142,8 +142,9 @@ def colorize_normals(normals: np.ndarray) -> np.ndarray:
 
 
 def labels_from_logits(logits: np.ndarray) -> np.ndarray:
-    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid."""
-    return labels_and_max(logits)[0]
+    """uint8 labels: argmax over the class axis of a [1,C,H,W] output, at its own grid (the
+    node's labels-only pass, :func:`labels_and_probability`)."""
+    return labels_and_probability(logits, False)[0]
 
 
 def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,7 +156,8 @@ def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     which walks the class axis with a large stride. Ties go to the lower class id, as with
     argmax: only a strictly greater logit takes a pixel over, so a NaN logit never does
     (``cv2.max`` is not used: its vector and scalar code treat NaN differently). The max skips
-    NaN logits, so it is not the ``top`` that :func:`top_class_probability` takes.
+    NaN logits, so it is not the ``top`` that :func:`top_class_probability` takes. The node
+    and ``process`` use :func:`labels_and_probability`.
     """
     planes = logits[0]
     best = planes[0].copy()
@@ -225,17 +227,17 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
     :data:`LOGITS_PARTS_MAX` host threads (at least 16 classes each); their labels are merged by
     their minimum (a part's invalid 255 is above every class id) and their sums added.
     """
+    if threads is None:  # one part of each, in this thread (no pool is started)
+        from .host_threads import HostThreads
+        threads = HostThreads(1)
     planes = logits[0]
     start = time.perf_counter()
     top = np.empty(planes.shape[1:], np.float32)
-    row_parts = [(0, planes.shape[1])] if threads is None else \
-        threads.bands(planes.shape[1], most=LOGITS_PARTS_MAX)
-    _run(threads, [lambda y0=y0, y1=y1: np.max(planes[:, y0:y1], axis=0, out=top[y0:y1])
-                   for y0, y1 in row_parts])
-    class_parts = [(0, planes.shape[0])] if threads is None else \
-        threads.bands(planes.shape[0], most=LOGITS_PARTS_MAX)
-    parts = _run(threads, [lambda k0=k0, k1=k1: _labels_and_softmax_sum(
-        planes, k0, k1, top, probability) for k0, k1 in class_parts])
+    threads.run([lambda y0=y0, y1=y1: np.max(planes[:, y0:y1], axis=0, out=top[y0:y1])
+                 for y0, y1 in threads.bands(planes.shape[1], most=LOGITS_PARTS_MAX)])
+    parts = threads.run([lambda k0=k0, k1=k1: _labels_and_softmax_sum(
+        planes, k0, k1, top, probability)
+        for k0, k1 in threads.bands(planes.shape[0], most=LOGITS_PARTS_MAX)])
     labels, total = parts[0]
     for part_labels, part_total in parts[1:]:
         cv2.min(labels, part_labels, dst=labels)
@@ -245,11 +247,6 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
         return labels, None, 0.0
     prob = _probability(total, top)
     return labels, prob, (time.perf_counter() - start) * 1000.0
-
-
-def _run(threads: HostThreads | None, jobs: list) -> list:
-    """The jobs' results, side by side on ``threads`` (in order here without them)."""
-    return threads.run(jobs) if threads is not None else [job() for job in jobs]
 
 
 def _labels_and_softmax_sum(planes: np.ndarray, k0: int, k1: int, top: np.ndarray,
