@@ -8,7 +8,7 @@ import pytest
 from support.common import REPO
 from dense_perception.core.products import OUTPUTS
 from dense_perception.core.parameters import PARAMS
-from tools.gen_docs import render
+from tools.gen_docs import LAYOUT_FOLDERS, first_sentence, render, render_layout
 
 pytestmark = pytest.mark.timeout(60)
 README = (REPO / "README.md").read_text()
@@ -28,6 +28,28 @@ def test_every_parameter_is_in_the_generated_parameters_doc():
 def test_parameters_doc_is_what_make_docs_writes():
     """Fails when the settings table changed and `make docs` was not run."""
     assert (DOCS / "parameters.md").read_text() == render(), "docs/parameters.md is stale: make docs"
+
+
+def test_layout_doc_is_what_make_docs_writes():
+    """docs/layout.md comes from the modules' docstrings: a new or renamed module shows up."""
+    assert (DOCS / "layout.md").read_text() == render_layout(), "docs/layout.md is stale: make docs"
+
+
+def test_every_module_says_what_it_holds():
+    """Each module of the layout page has a docstring whose first sentence describes it."""
+    silent = [str(p.relative_to(REPO)) for folder in LAYOUT_FOLDERS
+              for p in sorted((REPO / folder).glob("*.py")) if len(first_sentence(p)) < 12]
+    assert not silent, f"modules without a docstring: {silent}"
+
+
+def test_no_page_repeats_its_title_as_its_first_heading():
+    repeated = []
+    for page in [REPO / "README.md", *sorted(DOCS.glob("*.md"))]:
+        heads = re.findall(r"^(#{1,6}) (.+)$", re.sub(r"```.*?```", "", page.read_text(), flags=re.S),
+                           re.M)
+        if len(heads) >= 2 and heads[0][1].strip().lower() == heads[1][1].strip().lower():
+            repeated.append(page.name)
+    assert not repeated, repeated
 
 
 def test_every_topic_is_in_the_readme():
