@@ -3,9 +3,8 @@
 glibc serves allocations above its mmap threshold (128 KiB, rising to at most 32 MiB as it
 sees them freed) with fresh ``mmap`` pages and gives them back on ``free``: every frame's
 depth map, colour views and point cloud (0.5-7 MB each at 1280x720) were then new pages, zeroed
-by the kernel on first touch. Measured through the node over DDS with the DA3 test model and
-every output subscribed: post-processing took 10.5-18 ms of CPU per frame that way and 5.3 ms
-with the memory kept. Raising the mmap and trim thresholds keeps freed blocks in the heap for
+by the kernel on first touch, which more than doubled the CPU of post-processing (figures in
+docs/performance.md). Raising the mmap and trim thresholds keeps freed blocks in the heap for
 the next frame; the cost is that the process keeps its high-water mark of such blocks (tens
 of MB), which it reaches within the first frames anyway.
 """

@@ -78,8 +78,7 @@ def percentile_pair(values: np.ndarray, low_pct: float, high_pct: float) -> tupl
     numpy partitions at six ranks, the ends included (to find NaN), with its NaN-aware float
     comparison. Here: two ranks, and where no value is negative, on the int32 view of the bits
     (IEEE 754 bit patterns of non-negative floats order as the floats do, and the integer
-    partition is faster): 0.8 against 1.7 ms for the depth view's 113,000 samples at 896x504.
-    The order statistics and the interpolation are numpy's.
+    partition is faster; figures in docs/performance.md). The order statistics and the interpolation are numpy's.
     """
     n = values.size
     ranks = [(n - 1) * (low_pct / 100.0), (n - 1) * (high_pct / 100.0)]  # numpy's order
@@ -151,9 +150,9 @@ def labels_and_max(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 labels, the top logit) of a [1,C,H,W] output: argmax and max over the class axis.
 
     Read straight from the output buffer, one class plane at a time, with OpenCV's vectorised
-    compare and masked copies (the GIL is released in each): 5-6 ms for 150 x 256 x 256,
-    against 15-43 ms for numpy's ``copyto(where=)`` loop and more for ``np.argmax(axis=0)``,
-    which walks the class axis with a large stride. Ties go to the lower class id, as with
+    compare and masked copies (the GIL is released in each): several times faster than numpy's
+    ``copyto(where=)`` loop or ``np.argmax(axis=0)``, which walks the class axis with a large
+    stride. Ties go to the lower class id, as with
     argmax: only a strictly greater logit takes a pixel over, so a NaN logit never does
     (``cv2.max`` is not used: its vector and scalar code treat NaN differently). The max skips
     NaN logits, so it is not the ``top`` that :func:`top_class_probability` takes. The node
@@ -197,7 +196,7 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
     term = np.empty(top.shape, np.float32)
     # One plane at a time stays in cache (the whole C x H x W difference would not); OpenCV's
     # exp is about a quarter faster than numpy's here. The floor keeps exp out of subnormals
-    # (the TIPSv2 test model's logits lie thousands apart: 90 ms without it, 6 ms with it).
+    # (the TIPSv2 test model's logits lie thousands apart: subnormal arithmetic is slow).
     for plane in planes:
         _add_softmax_term(plane, top, term, total)
     return _probability(total, top)
@@ -205,10 +204,8 @@ def top_class_probability(logits: np.ndarray, top: np.ndarray | None = None) -> 
 
 # The pass splits the classes, not the rows, between threads: each OpenCV call then covers a whole
 # class plane, so every thread makes half as many calls for the same work. Its calls take and give
-# back the GIL; with row bands (a thousand calls a band, on half planes) two bands took as long as
-# one on this project's 2-core machine (14.1 against 15.6 ms), and past two they queued for it
-# (on a 16-core GPU host: 1 band 22.0 ms, 2 bands 15.4, 4 bands 36.4, 8 bands 66.4). Split by
-# class, two threads take 9-12 ms here.
+# back the GIL: with row bands (a thousand calls a band, on half planes) two bands gained little
+# over one, and past two the threads queued for it (docs/performance.md has the figures).
 LOGITS_PARTS_MAX = 2
 
 
