@@ -38,7 +38,7 @@ def test_layout_doc_is_what_make_docs_writes():
 def test_every_module_says_what_it_holds():
     """Each module of the layout page has a docstring whose first sentence describes it."""
     silent = [str(p.relative_to(REPO)) for folder in LAYOUT_FOLDERS
-              for p in sorted((REPO / folder).glob("*.py")) if len(first_sentence(p)) < 12]
+              for p in sorted((REPO / folder).rglob("*.py")) if len(first_sentence(p)) < 12]
     assert not silent, f"modules without a docstring: {silent}"
 
 

@@ -97,20 +97,19 @@ def first_sentence(path: Path) -> str:
 
 
 def render_layout() -> str:
-    """docs/layout.md's text: per folder, what it is and a line per module."""
+    """docs/layout.md's text: per folder (sub-packages included), what it is and a line per
+    module."""
     parts = [LAYOUT_INTRO]
-    for folder in LAYOUT_FOLDERS:
-        path = REPO / folder
-        parts.append(f"\n## `{folder}/`\n\n{first_sentence(path / '__init__.py')}\n\n"
-                     "| module | what it holds |\n|---|---|\n")
-        for module in sorted(path.glob("*.py")):
-            if module.name != "__init__.py":
-                line = first_sentence(module).replace("|", "\\|")
-                parts.append(f"| `{module.name}` | {line} |\n")
-        subfolders = sorted(p.name for p in path.iterdir()
-                            if p.is_dir() and not p.name.startswith(("_", ".")))
-        if subfolders:
-            parts.append("\nFolders: " + ", ".join(f"`{s}/`" for s in subfolders) + ".\n")
+    for top in LAYOUT_FOLDERS:
+        folders = [REPO / top, *sorted(p.parent for p in (REPO / top).glob("*/__init__.py"))]
+        for path in folders:
+            folder = path.relative_to(REPO).as_posix()
+            parts.append(f"\n## `{folder}/`\n\n{first_sentence(path / '__init__.py')}\n\n"
+                         "| module | what it holds |\n|---|---|\n")
+            for module in sorted(path.glob("*.py")):
+                if module.name != "__init__.py":
+                    line = first_sentence(module).replace("|", "\\|")
+                    parts.append(f"| `{module.name}` | {line} |\n")
     return "".join(parts)
 
 
