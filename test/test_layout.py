@@ -18,8 +18,9 @@ TORCH_MODULES = ("torch", "litert_torch", "depth_anything_3", "ray")
 
 
 def _modules(folder: str) -> list[str]:
-    return sorted(f"dense_perception.{folder}.{p.stem}" for p in (PACKAGE / folder).glob("*.py")
-                  if p.stem != "__init__")
+    """Every module of the folder, its sub-packages' included."""
+    return sorted(".".join(p.relative_to(REPO).with_suffix("").parts)
+                  for p in (PACKAGE / folder).rglob("*.py") if p.stem != "__init__")
 
 
 @pytest.mark.timeout(120)

@@ -21,7 +21,7 @@ ROSDEP_KEYS = {"numpy": "python3-numpy", "cv2": "python3-opencv", "tqdm": "pytho
 PIP_ONLY = {"ai_edge_litert": "ai-edge-litert", "rosbags": "rosbags"}
 # Python module -> the pip extra that brings it (optional features, imported lazily; never the node).
 EXTRAS = {"ray": "fleet", "openvino": "openvino"}
-ROBOT_CODE = [*(REPO / "dense_perception").glob("core/*.py"),
+ROBOT_CODE = [*(REPO / "dense_perception").glob("core/**/*.py"),
               *(REPO / "dense_perception").glob("ros/*.py"),
               *(REPO / "dense_perception").glob("offline/*.py"),
               *(REPO / "launch").glob("*.launch.py")]
