@@ -390,3 +390,37 @@ def test_reference_depth_on_a_slow_model(harness_factory):
     ratio = image_msg_to_array(depth[0]) / z
     assert abs(float(np.nanmedian(ratio)) - 1) < 0.02 and np.nanmax(np.abs(ratio - 1)) < 0.05
 
+
+# A level camera 1.0 m above the floor with a 90 deg lens (fx = 252 on the 504 px width), a wall
+# 2 m ahead: the node's default pinhole guess (60 deg) sees its floor 1.73x too near.
+WIDE = Scene(height=1.0, pitch_deg=0.0, wall=2.0, fx=(WIDTH / 2) / np.tan(np.radians(45.0)))
+
+
+@pytest.mark.timeout(120)
+def test_frames_before_camera_info_never_enter_the_scale_filter(harness_factory):
+    """Two frames before any CameraInfo (the pinhole guess), then the real 90 deg lens: every
+    frame with the real CameraInfo is metres from its first (the guessed frames' scale, 1.73x
+    the true one, seeded the filter and the next frames were published at 1.32x)."""
+    scene, s = WIDE, 0.42
+    h = harness_factory({"depth_scale_source": "ground_plane", "camera_height": scene.height},
+                        subscribe=("depth/image", "depth/colored", "/diagnostics"))
+    h.wait_matched(("depth/image", "depth/colored"))
+    z, _ = scene.depth_and_surface()
+    frame = paint(z / s)
+    headers = [h.header(sec=600, nanosec=i * 100_000_000) for i in range(7)]
+    for i, header in enumerate(headers):
+        h.publish_frame(frame, header, info=None if i < 2 else scene_info(scene))
+        h.wait_for("depth/colored", where=for_header(header))
+        if i == 1:
+            guessed = h.diagnostics(lambda d: d[2]["frames processed"] == "2")
+    for header in headers[2:]:
+        depth = image_msg_to_array(h.wait_for("depth/image", where=for_header(header))[0])
+        assert np.abs(depth / z - 1).max() < 0.03, stamp_of_header(header)
+    # The guessed frames were published with their own scale, marked (diagnostics WARN).
+    level, message, values = guessed
+    assert values["depth scale camera"] == "guessed pinhole (fallback_hfov_deg)"
+    assert level == WARN and "guessed camera" in message
+    assert float(values["depth scale (m per unit)"]) == pytest.approx(1.73 * s, rel=0.05)
+    level, message, values = h.diagnostics(lambda d: d[2]["frames processed"] == "7")
+    assert values["depth scale camera"] == "CameraInfo" and level == OK, message
+    assert float(values["depth scale (m per unit)"]) == pytest.approx(s, rel=0.02)

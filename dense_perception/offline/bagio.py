@@ -279,9 +279,10 @@ class CameraInfoIndex:
             self._history.add(stamp_ns(msg.header.stamp), (conn, data))
         self.count = len(self._history)
 
-    def lookup(self, header: Any) -> tuple[Any | None, str]:
-        """(CameraInfo or None, how it was chosen) for an image with this header."""
-        hit, note = self._history.choose(stamp_ns(header.stamp))
+    def lookup(self, header: Any, slop: float = 0.0) -> tuple[Any | None, str]:
+        """(CameraInfo or None, how it was chosen) for an image with this header; ``slop``:
+        ``camera_info_slop`` (s), as the node uses it."""
+        hit, note = self._history.choose(stamp_ns(header.stamp), int(round(slop * 1e9)))
         if hit is None:
             return None, note
         conn, data = hit

@@ -220,7 +220,8 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                     cam.scaler = scaler_for(args, spec, kind=kind)
             else:
                 cameras[0].scaler = scaler
-            events = _bag_events(bag, cameras, copy_conns, timer, reference)
+            events = _bag_events(bag, cameras, copy_conns, timer, reference,
+                                 camera_info_slop=args.camera_info_slop)
             if len(cameras) == 1:
                 summary.update(topic=cameras[0].topic, camera_info_topic=cameras[0].info_note,
                                camera_infos=cameras[0].info_index.count)
@@ -390,7 +391,8 @@ def _camera_scaler(cameras: list[_BagCamera]) -> Callable[[Frame], Any]:
 
 
 def _bag_events(bag: Any, cameras: list[_BagCamera], copy_conns: list[Any],
-                timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
+                timer: StageTimer, reference: Any = None, *,
+                camera_info_slop: float = 0.0) -> Iterator[Frame | Copy]:
     from .bagio import message_to_frame
     from ..core.conversions import BadImageError
     camera_of = {c.id: cam for cam in cameras for c in cam.image_conns}
@@ -409,7 +411,8 @@ def _bag_events(bag: Any, cameras: list[_BagCamera], copy_conns: list[Any],
             with timer.stage("read"):
                 msg = bag.decode(conn, data)
                 image, encoding = message_to_frame(conn.msgtype, msg)
-                info, note = cam.info_index.lookup(msg.header)
+                # the node's rule, camera_info_slop included (core.camera_info_choice)
+                info, note = cam.info_index.lookup(msg.header, camera_info_slop)
         except BadImageError as exc:
             yield Frame(index, stem, None, problem=str(exc), log_time=log_time,
                         camera=cam.topic)

@@ -26,7 +26,8 @@ from ..core.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
 from ..core.frame_slot import FrameSlot
-from ..core.metric_scale import fixed_scale_report, reference_to_metres, scale_diagnostics
+from ..core.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
+                                 scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, camera_heights_for, camera_names
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
@@ -286,6 +287,8 @@ class Perception:
         reference = self._reference_for(item.frame) if scaler is not None else None
         products = item.pipeline.finish(item.raw, None, scaler, stamp, reference)
         stats.computed = products.computed()
+        if products.scale is not None and products.scale.restarted:
+            self._node.get_logger().info(f"{where}{RESTARTED}")
         if products.scale is not None and products.scale.reason and scaler is not None:
             self._warn_once_per(f"scale:{channel.name}", f"{where}no depth scale from this "
                                 f"frame: {products.scale.reason}", period=10.0)
