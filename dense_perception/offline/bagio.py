@@ -213,8 +213,9 @@ class BagInput:
                                 ) -> tuple[list[Any], str]:
         """CameraInfo connections for ``image_topic`` and a note on how they were chosen.
 
-        ``topic`` None: ``<namespace>/camera_info`` if present, else the bag's only CameraInfo
-        topic, else none (points then use a pinhole guess).
+        ``topic`` None: ``<namespace>/camera_info`` if present (as image_transport pairs them),
+        else the bag's only CameraInfo topic when the bag has only this one image topic, else
+        none (the pinhole guess): a CameraInfo elsewhere may be another camera's.
         """
         infos = [t.topic for t in self.topics() if t.msgtype == CAMERA_INFO]
         if topic is not None:
@@ -231,10 +232,10 @@ class BagInput:
         conventional = join_topic(namespace_of(image_topic), "camera_info")
         if conventional in infos:
             return [c for c in self.connections if c.topic == conventional], conventional
-        if len(infos) == 1:
+        if len(infos) == 1 and len(self.image_topics()) == 1:
             return ([c for c in self.connections if c.topic == infos[0]],
                     f"{infos[0]} (the bag's only CameraInfo topic)")
-        return [], "none"
+        return [], f"none: {conventional} is not in the bag"
 
     def messages(self, connections: list[Any] | None = None
                  ) -> Iterator[tuple[Any, int, bytes]]:
