@@ -30,12 +30,13 @@ def header(camera, i):
         frame_id=CAMERAS[camera][3])
 
 
-def write_two_camera_bag(path):
+def write_two_camera_bag(path, info_topic="/{camera}/camera_info"):
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
         for offset, camera in enumerate(CAMERAS):
             colour, fx, (width, height), _ = CAMERAS[camera]
             img = w.add_connection(f"/{camera}/image_raw", bagio.IMAGE, typestore=TS)
-            info = w.add_connection(f"/{camera}/camera_info", bagio.CAMERA_INFO, typestore=TS)
+            info = w.add_connection(info_topic.format(camera=camera), bagio.CAMERA_INFO,
+                                    typestore=TS)
             for i in range(FRAMES):
                 k = Intrinsics(fx=fx, fy=fx, cx=(width - 1) / 2, cy=(height - 1) / 2,
                                width=width, height=height)
@@ -84,3 +85,81 @@ def test_several_topics_refuse_one_camera_options(tmp_path, capsys):
                            "--topic", "/front/image_raw", "--topic", "/rear/image_raw",
                            "--out-namespace", "/x", "--out", tmp_path / "out"], capsys)
     assert code != 0 and "--out-namespace names one camera's topic" in stderr
+
+
+# ---- issue 31: each camera its own calibration ----------------------------------------------------
+def write_front_info_only_bag(path):
+    """/front/image and /rear/image, two cameras of one model (64x48 frames), but a CameraInfo
+    for the front camera only."""
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        front_info = w.add_connection("/front/camera_info", bagio.CAMERA_INFO, typestore=TS)
+        images = {camera: w.add_connection(f"/{camera}/image", bagio.IMAGE, typestore=TS)
+                  for camera in CAMERAS}
+        for i in range(FRAMES):
+            colour, fx, (width, height), _ = CAMERAS["front"]
+            k = Intrinsics(fx=fx, fy=fx, cx=(width - 1) / 2, cy=(height - 1) / 2,
+                           width=width, height=height)
+            w.write(front_info, log_time(i), TS.serialize_cdr(
+                bagio.intrinsics_to_camera_info(k, header("front", i)), bagio.CAMERA_INFO))
+            for offset, camera in enumerate(CAMERAS):
+                colour = CAMERAS[camera][0]  # the front's frame size for both
+                w.write(images[camera], log_time(i) + 1_000_000 + offset, TS.serialize_cdr(
+                    bagio.array_to_image(frame_of(colour, width, height), "rgb8",
+                                         header(camera, i)), bagio.IMAGE))
+    return path
+
+
+def test_a_camera_without_camera_info_never_gets_another_cameras(tmp_path, capsys):
+    """--topic /front/image --topic /rear/image, a CameraInfo for the front only: the rear's
+    depth/camera_info is the 60 deg pinhole guess of its own frame (it carried the front's
+    fx = 100, silently), and stderr and summary.json say so."""
+    import json
+    import math
+    src = write_front_info_only_bag(tmp_path / "front_only")
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                           "--topic", "/front/image", "--topic", "/rear/image",
+                           "--output-resolution", "input", "--outputs", "depth",
+                           "--out", out], capsys)
+    assert code == 0, stderr
+    msgs, _ = read_bag(out)
+    front = [m for _, m in msgs["/front/depth/camera_info"]]
+    rear = [m for _, m in msgs["/rear/depth/camera_info"]]
+    assert len(front) == len(rear) == FRAMES
+    guess = (64 / 2) / math.tan(math.radians(60.0) / 2)  # the rear frame's own pinhole guess
+    for f, r in zip(front, rear):
+        assert f.k[0] == pytest.approx(CAMERAS["front"][1])
+        assert r.k[0] == pytest.approx(guess) and r.k[0] != pytest.approx(f.k[0])
+    assert "no CameraInfo for /rear/image" in stderr and "pinhole guess" in stderr
+    assert "/front/image" not in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert [w for w in summary["warnings"] if "no CameraInfo for /rear/image" in w]
+    assert summary["camera_infos"] == [FRAMES, 0]
+    assert summary["camera_info_topic"][0] == "/front/camera_info"
+    assert summary["camera_info_topic"][1].startswith("none")
+
+
+def test_camera_info_topics_pair_with_topics_in_order(tmp_path, capsys):
+    """CameraInfo topics away from the images (/calib/front, /calib/rear): without a pairing
+    each camera gets the guess (and a warning); with one --camera-info-topic per --topic, in
+    the same order, each its own calibration. Refused when the counts differ."""
+    src = write_two_camera_bag(tmp_path / "two", info_topic="/calib/{camera}")
+    topics = ["--topic", "/front/image_raw", "--topic", "/rear/image_raw"]
+    for pairing in ([], ["--camera-info-topic", "/calib/front",
+                         "--camera-info-topic", "/calib/rear"]):
+        out = tmp_path / f"out{len(pairing)}"
+        code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                               *topics, *pairing, "--output-resolution", "input",
+                               "--outputs", "depth", "--out", out], capsys)
+        assert code == 0, stderr
+        assert ("no CameraInfo for /front/image_raw" in stderr) == (not pairing)
+        msgs, _ = read_bag(out)
+        for camera, (_, fx, (width, _), _) in CAMERAS.items():
+            want = fx if pairing else (width / 2) / np.tan(np.radians(30.0))
+            got = [m.k[0] for _, m in msgs[f"/{camera}/depth/camera_info"]]
+            np.testing.assert_allclose(got, [want] * FRAMES, rtol=1e-6)
+    code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                           "--topic", "/front/image_raw", "--topic", "/rear/image_raw",
+                           "--camera-info-topic", "/front/camera_info",
+                           "--out", tmp_path / "refused"], capsys)
+    assert code == 2 and "give one per --topic, in the same order" in stderr

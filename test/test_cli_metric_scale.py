@@ -17,7 +17,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from tools.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
 from support.bag_maker import read_bag  # noqa: E402
 from support.common import run_cli as run  # noqa: E402
-from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
+from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene, sparse_reference  # noqa: E402
 from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.offline import bagio  # noqa: E402
 from dense_perception.offline.fileio import read_ply  # noqa: E402
@@ -209,3 +209,65 @@ def test_a_bags_held_scale_expires(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())["depth"]
     assert summary["frames_withheld"] == 2
     assert [s is not None for s in summary["scale_per_frame"]] == [True] * 4 + [False] * 2
+
+
+# ---- issue 31: the node's CameraInfo rule offline; a guessed camera never enters the filter ----
+# A level camera 1.0 m above the floor with a 90 deg lens (fx = 252 on the 504 px width), a wall
+# 2 m ahead, painted at s = 0.42: the 60 deg pinhole guess sees its floor 1.73x too near.
+WIDE = Scene(height=1.0, pitch_deg=0.0, wall=2.0, fx=(WIDTH / 2) / math.tan(math.radians(45.0)))
+WIDE_S = 0.42
+
+
+def write_late_camera_info_bag(path, frames=20, info_delay_ns=5_000_000):
+    """10 Hz images of WIDE, each followed by its CameraInfo stamped (and logged)
+    ``info_delay_ns`` after it, as some drivers stamp them."""
+    z, _ = WIDE.depth_and_surface()
+    k = Intrinsics(WIDE.fx, WIDE.fx, WIDE.cx, WIDE.cy, WIDTH, HEIGHT)
+
+    def header(ns):
+        return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+            sec=1000 + ns // 1_000_000_000, nanosec=ns % 1_000_000_000), frame_id="cam")
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
+        info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
+        for i in range(frames):
+            ns, t = i * 100_000_000, 5_000_000_000 + i * 100_000_000
+            w.write(img, t, TS.serialize_cdr(
+                bagio.array_to_image(paint(z / WIDE_S), "rgb8", header(ns)), bagio.IMAGE))
+            w.write(info, t + info_delay_ns, TS.serialize_cdr(
+                bagio.intrinsics_to_camera_info(k, header(ns + info_delay_ns)),
+                bagio.CAMERA_INFO))
+    return z
+
+
+@pytest.mark.timeout(120)
+def test_camera_info_stamped_after_its_image_is_the_nodes_rule(tmp_path, capsys):
+    """CameraInfo stamped 5 ms after each image: within the default --camera-info-slop (the
+    node's 0.05 s), every frame has the real lens and the right scale. (With no slop the first
+    frame got the guess, and scale_per_frame read 1.73x, then 1.32x for 16 frames, then 1.0.)
+    With --camera-info-slop 0 the first frame is the guess: published with its own scale,
+    counted in the summary, and it never enters the filter of the real lens."""
+    src = tmp_path / "in"
+    z = write_late_camera_info_bag(src)
+    scales = {}
+    for slop in ("default", "0"):
+        out = tmp_path / f"out_{slop}"
+        code, _, stderr = run(["process", src, "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                               "--out", out, "--outputs", "depth", "--copy", "none",
+                               "--depth-scale-source", "ground_plane", "--camera-height",
+                               WIDE.height, *([] if slop == "default" else
+                                              ["--camera-info-slop", slop])], capsys)
+        assert code == 0, stderr
+        summary = json.loads((out / "summary.json").read_text())
+        scales[slop] = np.array(summary["depth"]["scale_per_frame"]) / WIDE_S
+        if slop == "default":  # no 1.73x, no run of 1.32x: the real lens from the first frame
+            assert np.abs(scales[slop] - 1).max() < 0.01, np.round(scales[slop], 3)
+        messages, _ = read_bag(out)
+        depths = [conversions_array(m) for _, m in messages["/cam/depth/image"]]
+        guessed = 0 if slop == "default" else 1
+        assert summary["guessed_intrinsics_frames"] == guessed
+        assert summary["depth"]["frames_guessed_camera"] == guessed
+        for depth in depths[guessed:]:
+            assert np.abs(depth / z - 1).max() < 0.03
+    assert scales["0"][0] == pytest.approx(1.73, rel=0.03)  # the guess's own floor, marked
+    assert np.abs(scales["0"][1:] - 1).max() < 0.01

@@ -347,3 +347,37 @@ def test_per_frame_scales_are_each_frames_own():
         assert report.scale == pytest.approx(s, rel=1e-3) and report.metric
     report = scaler.update(3.0, np.full((HEIGHT, WIDTH), 2.0, np.float32), k, plan, "model")
     assert report.scale is None and not report.metric and "no plane" in report.reason
+
+
+# ---- issue 31: the filter belongs to one camera ---------------------------------------------------
+def test_a_change_of_intrinsics_restarts_the_filter():
+    """Four frames through a 420 px lens, then the camera zooms to 600 px and DA3's own scale
+    of the new view is 1.6x the old one: the first zoomed frame is metres (the filter starts
+    afresh), where the old filter refused its estimate as a jump and held the old scale."""
+    from support.common import DA3_TEST_MODEL
+    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
+                             config=PipelineConfig(depth_scale_source="ground_plane"))
+    scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
+    zoomed = Scene(FORWARD.height, FORWARD.pitch_deg, FORWARD.wall, fx=600.0)
+    request = Request(depth=True)
+    published = []
+    for i, (scene, s) in enumerate([(FORWARD, 0.75)] * 4 + [(zoomed, 1.2)] * 2):
+        z, _ = scene.depth_and_surface()
+        raw = pipeline.infer(paint(z / s), "rgb8", request, intrinsics(scene))
+        products = pipeline.finish(raw, None, scaler, 0.1 * i)
+        published.append((float(np.median(products.depth / z)),
+                          getattr(products.scale, "restarted", None)))
+    assert all(abs(ratio - 1) < 0.02 for ratio, _ in published), published
+    assert [restarted for _, restarted in published] == [False] * 4 + [True, False]
+
+
+def test_a_guessed_camera_is_marked_and_warned():
+    report = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height)).update(
+        0.0, (FORWARD.depth_and_surface()[0] / 0.75).astype(np.float32), intrinsics(FORWARD),
+        make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop"), "model", camera="guess",
+        guessed=True)
+    assert report.guessed and report.scale == pytest.approx(0.75, rel=0.01)
+    values, warning = scale_diagnostics(report)
+    assert values["depth scale camera"] == "guessed pinhole (fallback_hfov_deg)"
+    assert "guessed camera" in warning and "as wrong as the guess" in warning

@@ -5,7 +5,6 @@ prefix with its own stamps, frame_id and intrinsics, and the cameras share the m
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -15,6 +14,7 @@ pytest.importorskip("rclpy")
 
 import rclpy  # noqa: E402
 from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
+from support.common import SlowRunner  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
@@ -29,21 +29,6 @@ CAMERAS = {
     "front": dict(size=(640, 360), fx=400.0, frame_id="front_optical_frame"),
     "rear": dict(size=(480, 360), fx=300.0, frame_id="rear_optical_frame"),
 }
-
-
-class SlowRunner:
-    """Wraps the node's runner: each inference takes ``delay`` s more (the model becomes the
-    bottleneck on any machine)."""
-
-    def __init__(self, inner, delay: float) -> None:
-        self.inner, self.delay = inner, delay
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def run(self):
-        time.sleep(self.delay)
-        return self.inner.run()
 
 
 class Recorder:

@@ -319,3 +319,108 @@ def test_a_held_scale_expires(harness_factory):
     assert message.startswith("depth scale expired: no trustworthy estimate for 4.5 s")
     assert "depth_scale_max_age 3 s" in message and "no plane within 30 deg" in message
     assert values["depth units"].startswith("relative: the scale from ground_plane expired")
+
+
+# ---- issue 31: reference depth on a slow model; a guessed camera never enters the filter -----
+def _stream_references_and_frames(h, scene, s, stop, sent, start_sec=500, hz=30, every=6):
+    """Play a depth sensor at ``hz`` (a quarter-resolution dense reference of ``scene``, each
+    stamped on a clock that advances 1/hz per message) and, on every ``every``-th stamp, the
+    camera's image of ``scene`` painted at scale ``s`` with the same stamp (reference first).
+    Runs until ``stop`` is set; the image stamps sent go to ``sent``."""
+    import threading
+    import time
+
+    import cv2
+    z, _ = scene.depth_and_surface()
+    reference = cv2.resize(z.astype(np.float32), (WIDTH // 4, HEIGHT // 4),
+                           interpolation=cv2.INTER_AREA)
+    frame = paint(z / s)
+
+    def play():
+        start = time.monotonic()
+        n = 0
+        while not stop.is_set():
+            ns = n * 1_000_000_000 // hz
+            header = h.header(sec=start_sec + ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+            h.ref_pub.publish(array_to_image(reference, "32FC1", header))
+            if n % every == 0:
+                h.player.publish_frame(frame, header, "rgb8")
+                sent.append(stamp_of_header(header))
+            n += 1
+            stop.wait(max(0.0, start + n / hz - time.monotonic()))
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.timeout(120)
+def test_reference_depth_on_a_slow_model(harness_factory):
+    """Inference slowed to 1.5 s, a 30 Hz reference depth: metric depth/image and points from
+    one of the first two frames the node finishes. (Keeping the last 30 references and looking
+    one up after inference found none: the newest frame was 1.5 s older than the oldest one.)"""
+    import threading
+
+    from support.common import SlowRunner
+    from dense_perception.core.camera_info_choice import MATCHED, stamp_ns
+
+    scene, s = PITCHED_WITH_BOX, 0.35
+    h = harness_factory({"depth_scale_source": "reference_depth", "points_stride": STRIDE},
+                        runner_hook=lambda r: SlowRunner(r, delay=1.5),
+                        subscribe=("depth/image", "points", "depth/colored"))
+    add_reference_publisher(h)
+    h.wait_matched(("depth/image", "points", "depth/colored"))
+    info = scene_info(scene)
+    info.header = h.header(sec=400)  # one CameraInfo, stamped before every frame
+    h.info_pub.publish(info)
+    h.wait_until(lambda: h.perception._camera_infos.choose(stamp_ns(info.header.stamp))[1]
+                 == MATCHED, 10, "the node holds the CameraInfo")
+    stop, sent = threading.Event(), []
+    player = _stream_references_and_frames(h, scene, s, stop, sent)
+    try:
+        finished = h.wait_for("depth/colored", count=2, timeout=60)
+    finally:
+        stop.set()
+        player.join(5)
+    first_two = sorted(stamp_of(m) for m in finished)[:2]
+    depth = [m for m in h.received["depth/image"] if stamp_of(m) in first_two]
+    points = [m for m in h.received["points"] if stamp_of(m) in first_two]
+    assert depth and points, (f"no metric output from the first two frames {first_two} "
+                              f"(frames sent: {len(sent)})")
+    z, _ = scene.depth_and_surface()
+    ratio = image_msg_to_array(depth[0]) / z
+    assert abs(float(np.nanmedian(ratio)) - 1) < 0.02 and np.nanmax(np.abs(ratio - 1)) < 0.05
+
+
+# A level camera 1.0 m above the floor with a 90 deg lens (fx = 252 on the 504 px width), a wall
+# 2 m ahead: the node's default pinhole guess (60 deg) sees its floor 1.73x too near.
+WIDE = Scene(height=1.0, pitch_deg=0.0, wall=2.0, fx=(WIDTH / 2) / np.tan(np.radians(45.0)))
+
+
+@pytest.mark.timeout(120)
+def test_frames_before_camera_info_never_enter_the_scale_filter(harness_factory):
+    """Two frames before any CameraInfo (the pinhole guess), then the real 90 deg lens: every
+    frame with the real CameraInfo is metres from its first (the guessed frames' scale, 1.73x
+    the true one, seeded the filter and the next frames were published at 1.32x)."""
+    scene, s = WIDE, 0.42
+    h = harness_factory({"depth_scale_source": "ground_plane", "camera_height": scene.height},
+                        subscribe=("depth/image", "depth/colored", "/diagnostics"))
+    h.wait_matched(("depth/image", "depth/colored"))
+    z, _ = scene.depth_and_surface()
+    frame = paint(z / s)
+    headers = [h.header(sec=600, nanosec=i * 100_000_000) for i in range(7)]
+    for i, header in enumerate(headers):
+        h.publish_frame(frame, header, info=None if i < 2 else scene_info(scene))
+        h.wait_for("depth/colored", where=for_header(header))
+        if i == 1:
+            guessed = h.diagnostics(lambda d: d[2]["frames processed"] == "2")
+    for header in headers[2:]:
+        depth = image_msg_to_array(h.wait_for("depth/image", where=for_header(header))[0])
+        assert np.abs(depth / z - 1).max() < 0.03, stamp_of_header(header)
+    # The guessed frames were published with their own scale, marked (diagnostics WARN).
+    level, message, values = guessed
+    assert values["depth scale camera"] == "guessed pinhole (fallback_hfov_deg)"
+    assert level == WARN and "guessed camera" in message
+    assert float(values["depth scale (m per unit)"]) == pytest.approx(1.73 * s, rel=0.05)
+    level, message, values = h.diagnostics(lambda d: d[2]["frames processed"] == "7")
+    assert values["depth scale camera"] == "CameraInfo" and level == OK, message
+    assert float(values["depth scale (m per unit)"]) == pytest.approx(s, rel=0.02)

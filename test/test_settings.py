@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 # must have a flag (a new parameter fails here until it has one or is listed with its reason).
 NODE_ONLY = {"publish_depth", "publish_normals", "publish_segmentation", "publish_points",
              # --outputs chooses the products offline
-             "diagnostics_period", "input_qos", "camera_info_qos", "camera_info_slop",
+             "diagnostics_period", "input_qos", "camera_info_qos",
              "use_lifecycle", "input_compressed",
              # offline, several cameras are several --topic values of one bag; each topic's
              # DA3 scale uses --camera-height

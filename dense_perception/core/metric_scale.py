@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Hashable
 
 import numpy as np
 
@@ -42,6 +43,9 @@ MIN_SUPPORT = 30              # fewest inlier points / reference pixels for a tr
 REFERENCE_MAX_PIXELS = 20000   # reference pixels used per frame (evenly spread)
 REFERENCE_LOG_TOLERANCE = 0.05  # smallest inlier band of log ratios (about +-5 %)
 STALE_TIME_CONSTANTS = 10.0   # WARN when the held scale is older than this many time constants
+GUESSED_CAMERA = "guessed pinhole (fallback_hfov_deg)"
+RESTARTED = ("the camera's intrinsics changed (CameraInfo K, D, R, P, size, ROI or binning, or "
+             "the pinhole guess and a CameraInfo): the scale filter started afresh")
 
 
 @dataclass(frozen=True)
@@ -227,6 +231,8 @@ class ScaleReport:
     expired: bool = False        # the scale was forgotten: no good estimate for max_age_s
     max_age_s: float = 0.0       # depth_scale_max_age in force
     per_frame: bool = False      # each frame its own estimate, no filter (unrelated photos)
+    guessed: bool = False        # this frame's camera was the pinhole guess (fallback_hfov_deg)
+    restarted: bool = False      # the camera's intrinsics changed: the filter started afresh
 
     def units(self) -> str:
         """A short phrase for diagnostics and summaries."""
@@ -273,7 +279,8 @@ def scale_diagnostics(report: ScaleReport) -> tuple[dict[str, str], str]:
         "depth scale spread (%)": f"{100.0 * report.spread:.2f}",
         "depth scale inlier ratio": f"{report.inlier_ratio:.3f}",
         "depth scale age (s)": "-" if report.age_s is None else f"{report.age_s:.2f}",
-        "depth scale note": report.reason or "-"})
+        "depth scale note": report.reason or "-",
+        "depth scale camera": GUESSED_CAMERA if report.guessed else "CameraInfo"})
     if report.scale is None:
         why = f": {report.reason}" if report.reason else ""
         if report.expired:
@@ -286,6 +293,10 @@ def scale_diagnostics(report: ScaleReport) -> tuple[dict[str, str], str]:
     if report.stale:
         return values, (f"depth scale held for {report.age_s:.1f} s (no trustworthy estimate: "
                         f"{report.reason})")
+    if report.guessed and report.source == "ground_plane":
+        return values, ("depth scale from the floor seen through a guessed camera (no usable "
+                        "CameraInfo: pinhole guess from fallback_hfov_deg): the metres are as "
+                        "wrong as the guess")
     return values, ""
 
 
@@ -304,6 +315,7 @@ class DepthScaler:
         self.filter = ScaleFilter(config.time_constant, config.max_age)
         self.last: ScaleReport = ScaleReport(config.source, None, False,
                                              reason="no frame yet")
+        self._camera: Hashable | None = None  # the camera the filter's estimates were made with
 
     def configure(self, config: ScaleConfig) -> None:
         """New settings; the filter's state is kept unless the source changes."""
@@ -317,10 +329,23 @@ class DepthScaler:
         self.config = config
 
     def update(self, t: float, depth: np.ndarray, k: Intrinsics, plan: FitPlan,
-               output_resolution: str, reference: np.ndarray | None = None) -> ScaleReport:
+               output_resolution: str, reference: np.ndarray | None = None, *,
+               camera: Hashable | None = None, guessed: bool = False) -> ScaleReport:
         """Estimate this frame's scale from ``depth`` (relative, on the published grid with
-        intrinsics ``k``), filter it, and report the scale to use (None: not found yet)."""
+        intrinsics ``k``), filter it, and report the scale to use (None: not found yet).
+
+        ``camera``: what the intrinsics came from (the CameraInfo's camera model, or the pinhole
+        guess with its size and field of view; ``guessed`` for the latter). The filter belongs
+        to one camera: when ``camera`` changes it starts afresh, so estimates made with a
+        guessed camera never mix with those of the real calibration (a floor seen through a
+        60 deg guess of a 90 deg lens is 1.7x too near), nor those of a zoom or binning step.
+        """
         config = self.config
+        restarted = camera is not None and self._camera is not None and camera != self._camera
+        if camera is not None:
+            self._camera = camera
+        if restarted and not config.per_frame:
+            self.filter.reset()
         if config.source == "ground_plane":
             est = ground_plane_scale(depth, k, config.camera_height, config.max_tilt_deg,
                                      config.min_inlier_ratio)
@@ -331,16 +356,19 @@ class DepthScaler:
                                   config.min_inlier_ratio)
         if config.per_frame:
             self.last = ScaleReport(config.source, est.scale, est.scale is not None, est.scale,
-                                    est.inlier_ratio, reason=est.reason, per_frame=True)
+                                    est.inlier_ratio, reason=est.reason, per_frame=True,
+                                    guessed=guessed)
             return self.last
         scale = self.filter.update(t, est.scale)
         good_t = self.filter.last_good_t
         age = None if good_t is None else max(t - good_t, 0.0)
         self.last = ScaleReport(
             config.source, scale, scale is not None, est.scale, est.inlier_ratio,
-            self.filter.spread(), age, est.reason or self.filter.note,
+            self.filter.spread(), age,
+            est.reason or self.filter.note,
             stale=age is not None and age > STALE_TIME_CONSTANTS * config.time_constant,
-            expired=self.filter.expired, max_age_s=config.max_age)
+            expired=self.filter.expired, max_age_s=config.max_age, guessed=guessed,
+            restarted=restarted)
         return self.last
 
 
@@ -385,6 +413,8 @@ class ScaleTally:
                 if r.reason:
                     reasons[r.reason] = reasons.get(r.reason, 0) + 1
             out["no_estimate_reasons"] = reasons
+            out["frames_guessed_camera"] = sum(r.guessed for r in self.reports)
+            out["filter_restarts"] = sum(r.restarted for r in self.reports)
         elif last.scale is not None:
             out["scale"] = last.scale
         return out

@@ -235,7 +235,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               "use the first one stamped at most this long (s) after it (drivers that stamp "
               "CameraInfo on another clock); until the first CameraInfo arrives, a frame waits "
               "at most this long for it (once).", low=0.0, high=10.0, runtime=True,
-              unit="s"),
+              unit="s", offline="--camera-info-slop"),
     ParamSpec("cameras", [""], "Several cameras, one model: camera names, e.g. [front, rear]. "
               "Each camera subscribes to <name>/image (or <name>/image/compressed) and "
               "<name>/camera_info and publishes every output under <name>/, stamped with its "

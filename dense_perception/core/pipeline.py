@@ -338,9 +338,11 @@ class DensePipeline:
 
         frame = raw.frame
         why_not = camera_problem(raw.camera, frame.shape[1], frame.shape[0])
+        camera_key: Any = raw.camera  # what the scale filter's estimates are tied to
         if why_not is not None:
             camera_k = Intrinsics.from_hfov(frame.shape[1], frame.shape[0],
                                             self.config.fallback_hfov_deg)
+            camera_key = ("pinhole guess", camera_k)
             products.intrinsics_guessed = True
             products.intrinsics_note = (f"{why_not}: using a pinhole guess with "
                                         f"{self.config.fallback_hfov_deg:g} deg horizontal FOV")
@@ -352,7 +354,7 @@ class DensePipeline:
         jobs = []  # the depth view and the cloud: independent, side by side on host threads
         if products.depth is not None:
             with self.timer.stage("scale"):
-                products.scale = self._scale(products, scaler, stamp, reference)
+                products.scale = self._scale(products, scaler, stamp, reference, camera_key)
             if request.depth_colored:
                 def colour_depth(depth: np.ndarray = products.depth) -> None:
                     products.depth_colored = post.colorize_depth(depth)
@@ -412,8 +414,10 @@ class DensePipeline:
                                 raw.confidence_meaning, self.config.points_stride)
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
-               reference: np.ndarray | None) -> ScaleReport:
-        """The depth's unit; multiplies ``products.depth`` by an estimated scale when found."""
+               reference: np.ndarray | None, camera: Any = None) -> ScaleReport:
+        """The depth's unit; multiplies ``products.depth`` by an estimated scale when found.
+        ``camera``: the camera model the intrinsics came from, or the pinhole guess (a change
+        restarts the scaler's filter; a guess is marked in the report)."""
         source = self.config.depth_scale_source
         if self.spec.metric_depth or source not in ESTIMATED_SOURCES:
             return fixed_scale_report(self.spec.metric_depth, source,
@@ -421,7 +425,8 @@ class DensePipeline:
         if scaler is None:
             return ScaleReport(source, None, False, reason="no scale estimator")
         report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
-                               self.config.output_resolution, reference)
+                               self.config.output_resolution, reference, camera=camera,
+                               guessed=products.intrinsics_guessed)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)
         return report

@@ -213,8 +213,9 @@ class BagInput:
                                 ) -> tuple[list[Any], str]:
         """CameraInfo connections for ``image_topic`` and a note on how they were chosen.
 
-        ``topic`` None: ``<namespace>/camera_info`` if present, else the bag's only CameraInfo
-        topic, else none (points then use a pinhole guess).
+        ``topic`` None: ``<namespace>/camera_info`` if present (as image_transport pairs them),
+        else the bag's only CameraInfo topic when the bag has only this one image topic, else
+        none (the pinhole guess): a CameraInfo elsewhere may be another camera's.
         """
         infos = [t.topic for t in self.topics() if t.msgtype == CAMERA_INFO]
         if topic is not None:
@@ -231,10 +232,10 @@ class BagInput:
         conventional = join_topic(namespace_of(image_topic), "camera_info")
         if conventional in infos:
             return [c for c in self.connections if c.topic == conventional], conventional
-        if len(infos) == 1:
+        if len(infos) == 1 and len(self.image_topics()) == 1:
             return ([c for c in self.connections if c.topic == infos[0]],
                     f"{infos[0]} (the bag's only CameraInfo topic)")
-        return [], "none"
+        return [], f"none: {conventional} is not in the bag"
 
     def messages(self, connections: list[Any] | None = None
                  ) -> Iterator[tuple[Any, int, bytes]]:
@@ -279,9 +280,10 @@ class CameraInfoIndex:
             self._history.add(stamp_ns(msg.header.stamp), (conn, data))
         self.count = len(self._history)
 
-    def lookup(self, header: Any) -> tuple[Any | None, str]:
-        """(CameraInfo or None, how it was chosen) for an image with this header."""
-        hit, note = self._history.choose(stamp_ns(header.stamp))
+    def lookup(self, header: Any, slop: float = 0.0) -> tuple[Any | None, str]:
+        """(CameraInfo or None, how it was chosen) for an image with this header; ``slop``:
+        ``camera_info_slop`` (s), as the node uses it."""
+        hit, note = self._history.choose(stamp_ns(header.stamp), int(round(slop * 1e9)))
         if hit is None:
             return None, note
         conn, data = hit

@@ -62,8 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "the bag has only one. Repeat it for several cameras on one model: each "
                      "camera's outputs go to its own image topic's namespace, as the node's "
                      "cameras parameter puts them under each camera's name")
-    bag.add_argument("--camera-info-topic", help="CameraInfo topic (default: camera_info "
-                     "beside the image topic)")
+    bag.add_argument("--camera-info-topic", action="append",
+                     help="CameraInfo topic of the image topic (default: camera_info beside "
+                     "it, as image_transport pairs them: /front/image -> /front/camera_info). "
+                     "With several --topic, give one per --topic in the same order; a topic "
+                     "without a CameraInfo gets the --fallback-hfov pinhole guess, with a "
+                     "warning, never another camera's")
     bag.add_argument("--out-namespace", help="namespace of the output topics (default: the "
                      "image topic's, e.g. /camera for /camera/image_raw)")
     bag.add_argument("--bag-format", choices=("mcap", "sqlite3"), default="mcap",

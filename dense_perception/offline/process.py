@@ -13,7 +13,6 @@ loaded once, and ``process_input`` per input, in this process or in a Ray actor.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -25,8 +24,9 @@ from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
 from ..core.settings import pipeline_config
 from ..core.timing import StageTimer
+from .bag_cameras import bag_events, bag_cameras, camera_scaler, missing_camera_info
 from .console import PROG, CliError, warn
-from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
+from .loop import BagTarget, FolderTarget, Frame, Target, run_frames
 from .scale_options import reference_stream, scaler_for
 from .settings_args import OFFLINE, setting_values, settings_problem
 
@@ -190,7 +190,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
         if kind == "bag":
             bag = bagio.BagInput(in_path)
             cleanup.append(bag.close)
-            cameras = _bag_cameras(bag, args, keys)
+            cameras = bag_cameras(bag, args, keys)
             image_conns = [c for cam in cameras for c in cam.image_conns]
             info_conns = [c for cam in cameras for c in cam.info_conns]
             out_topics = {k: v for cam in cameras for k, v in cam.out_topics.items()} \
@@ -206,11 +206,10 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
             with timer.stage("camera_info_index"):
                 for cam in cameras:
                     cam.info_index = bagio.CameraInfoIndex(bag, cam.info_conns)
-            for cam in cameras:
-                if session.request.points and not cam.info_index.count:
-                    warn(f"no CameraInfo for {cam.topic} (camera info topic: {cam.info_note}); "
-                         f"points use a {args.fallback_hfov:g} deg pinhole guess "
-                         "(--camera-info-topic)")
+            # never another camera's calibration: the guess, said on stderr and in the summary
+            summary["warnings"] = missing_camera_info(cameras, keys, args.fallback_hfov)
+            for text in summary["warnings"]:
+                warn(text)
             reference = reference_stream(args, in_path, scaler)
             if reference is not None:
                 cleanup.append(reference.close)
@@ -220,7 +219,8 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                     cam.scaler = scaler_for(args, spec, kind=kind)
             else:
                 cameras[0].scaler = scaler
-            events = _bag_events(bag, cameras, copy_conns, timer, reference)
+            events = bag_events(bag, cameras, copy_conns, timer, reference,
+                                 camera_info_slop=args.camera_info_slop)
             if len(cameras) == 1:
                 summary.update(topic=cameras[0].topic, camera_info_topic=cameras[0].info_note,
                                camera_infos=cameras[0].info_index.count)
@@ -292,7 +292,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                   flush=True)
         code = run_frames(pipeline, session.request, events, target, total, args.max_frames,
                           after_frame, summary, scaler=scaler, progress=progress,
-                          scaler_of=_camera_scaler(cameras) if kind == "bag" else None,
+                          scaler_of=camera_scaler(cameras) if kind == "bag" else None,
                           quiet=quiet, overlap=session.overlap)
         return code, summary
     finally:
@@ -333,90 +333,4 @@ def _video_events(video: Any, timer: StageTimer) -> Iterator[Frame]:
         if image is None:
             return
         yield Frame(index, f"frame_{index:06d}", image, time=index / (video.fps or 30.0))
-        index += 1
-
-
-@dataclass
-class _BagCamera:
-    """One image topic of a bag (``--topic``, repeatable): its connections, CameraInfo, output
-    namespace and, with an estimated scale, its own scaler."""
-
-    topic: str
-    image_conns: list[Any]
-    info_conns: list[Any]
-    info_note: str
-    namespace: str
-    out_topics: dict[str, str]
-    info_index: Any = None
-    scaler: Any = None
-
-
-def _bag_cameras(bag: Any, args: argparse.Namespace, keys: list[str]) -> list[_BagCamera]:
-    """The bag's cameras to process: one per ``--topic`` (the only image topic without one)."""
-    from . import bagio
-    topics = args.topic or [None]
-    if len(topics) > 1:
-        given = [o for o, v in (("--camera-info-topic", args.camera_info_topic),
-                                ("--out-namespace", args.out_namespace),
-                                ("--reference-depth-topic",
-                                 getattr(args, "reference_depth_topic", None))) if v]
-        if given:
-            raise CliError(f"{given[0]} names one camera's topic; with several --topic each "
-                           "camera uses camera_info and writes its outputs beside its own "
-                           "image topic")
-        if len(set(topics)) != len(topics):
-            raise CliError("--topic: a topic is given twice")
-    cameras = []
-    for topic in topics:
-        image_conns = bag.image_connections(topic)
-        image_topic = image_conns[0].topic
-        info_conns, info_note = bag.camera_info_connections(args.camera_info_topic, image_topic)
-        namespace = args.out_namespace if args.out_namespace is not None \
-            else bagio.namespace_of(image_topic)
-        out_topics = {k: v for k, v in bagio.output_topic_names(namespace).items() if k in keys}
-        cameras.append(_BagCamera(image_topic, image_conns, info_conns, info_note, namespace,
-                                  out_topics))
-    spaces = [cam.namespace for cam in cameras]
-    if len(set(spaces)) != len(spaces):
-        raise CliError(f"--topic: two image topics share the namespace {spaces[0]!r}, so their "
-                       "outputs would mix; process them one at a time with --out-namespace")
-    return cameras
-
-
-def _camera_scaler(cameras: list[_BagCamera]) -> Callable[[Frame], Any]:
-    """The scaler of the camera a bag frame came from."""
-    by_topic = {cam.topic: cam.scaler for cam in cameras}
-    return lambda frame: by_topic.get(frame.camera)
-
-
-def _bag_events(bag: Any, cameras: list[_BagCamera], copy_conns: list[Any],
-                timer: StageTimer, reference: Any = None) -> Iterator[Frame | Copy]:
-    from .bagio import message_to_frame
-    from ..core.conversions import BadImageError
-    camera_of = {c.id: cam for cam in cameras for c in cam.image_conns}
-    copy_ids = {c.id for c in copy_conns}
-    image_conns = [c for cam in cameras for c in cam.image_conns]
-    wanted = list({c.id: c for c in list(image_conns) + list(copy_conns)}.values())
-    index = 0
-    for conn, log_time, data in bag.messages(wanted):
-        if conn.id in copy_ids:
-            yield Copy(conn, log_time, data)
-        cam = camera_of.get(conn.id)
-        if cam is None:
-            continue
-        stem = f"{index:06d}"
-        try:
-            with timer.stage("read"):
-                msg = bag.decode(conn, data)
-                image, encoding = message_to_frame(conn.msgtype, msg)
-                info, note = cam.info_index.lookup(msg.header)
-        except BadImageError as exc:
-            yield Frame(index, stem, None, problem=str(exc), log_time=log_time,
-                        camera=cam.topic)
-        else:
-            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-            yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
-                        camera_info=info, camera_info_note=note, time=stamp,
-                        reference=None if reference is None else reference.lookup(stamp),
-                        camera=cam.topic)
         index += 1

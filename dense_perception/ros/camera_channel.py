@@ -6,7 +6,6 @@ worker stages are the node's and shared by every camera (``perception.Perception
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any, Callable
 
 from rclpy.node import Node
@@ -14,6 +13,7 @@ from sensor_msgs.msg import CameraInfo, Image
 
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.metric_scale import DepthScaler
+from ..core.reference_window import ReferenceWindow
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
 from .compat import GraphWatch
@@ -22,6 +22,14 @@ from .outputs import Outputs
 from .parameters import scale_config
 
 CAMERA_INFO_HISTORY = 30
+
+
+def reference_span(values: dict[str, Any]) -> float:
+    """How far back (s of stamps) reference depths are kept: ``depth_scale_max_age``, at least
+    ``reference_depth_slop`` (0, a scale held forever: no limit by time, only the caps of
+    :mod:`..core.reference_window`)."""
+    age = values["depth_scale_max_age"]
+    return max(age, values["reference_depth_slop"]) if age > 0 else 0.0
 
 
 class CameraChannel:
@@ -37,7 +45,8 @@ class CameraChannel:
         self.values = values
         self.scaler = DepthScaler(scale_config(values)) if estimates_scale else None
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
-        self.references: deque[Image] = deque(maxlen=CAMERA_INFO_HISTORY)
+        # By time, not count: a slow model's frame still finds its reference (reference_window).
+        self.references: ReferenceWindow[Image] = ReferenceWindow(reference_span(values))
         self.in_rate, self.out_rate = RateMeter(), RateMeter()
         self.stats = FrameStats()
         self.model_s = 0.0  # seconds of inference spent on this camera's frames (its share)
@@ -63,6 +72,7 @@ class CameraChannel:
     def configure(self, values: dict[str, Any]) -> None:
         """Runtime parameter changes (this camera's ``camera_height`` already in ``values``)."""
         self.values = values
+        self.references.span_s = reference_span(values)
         if self.scaler is not None:
             self.scaler.configure(scale_config(values))
 
@@ -74,7 +84,12 @@ class CameraChannel:
         self.camera_infos.add(stamp_ns(msg.header.stamp), msg)
 
     def _on_reference(self, msg: Image) -> None:
-        self.references.append(msg)
+        self.references.add(stamp_ns(msg.header.stamp), msg, len(msg.data))
+
+    def reference_near(self, stamp: int) -> tuple[Image | None, int]:
+        """(the reference depth message nearest ``stamp`` (ns) within reference_depth_slop, or
+        None; its distance in ns)."""
+        return self.references.nearest(stamp, int(self.values["reference_depth_slop"] * 1e9))
 
     def arrived(self, active: bool) -> float:
         """Count a frame's arrival; its monotonic receive time."""

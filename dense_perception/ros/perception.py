@@ -26,7 +26,8 @@ from ..core.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
 from ..core.frame_slot import FrameSlot
-from ..core.metric_scale import fixed_scale_report, reference_to_metres, scale_diagnostics
+from ..core.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
+                                 scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import PARAMS, camera_heights_for, camera_names
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
@@ -55,6 +56,8 @@ class _Frame:
     msg: Image | CompressedImage
     received: float
     channel: CameraChannel
+    reference: Image | None = None  # reference_depth: the nearest one when the frame came
+    reference_dt: int = 0           # its stamp's distance from the image's (ns)
 
     @property
     def key(self) -> str:  # the camera, for the round-robin hand-over
@@ -225,7 +228,12 @@ class Perception:
 
     # ---- callbacks (executor thread) -------------------------------------------------------
     def _on_image(self, channel: CameraChannel, msg: Image | CompressedImage) -> None:
-        self.stages.put(_Frame(msg, channel.arrived(self.active), channel))
+        frame = _Frame(msg, channel.arrived(self.active), channel)
+        if channel.scaler is not None and len(channel.references):
+            # Taken now, by stamp: a slow model's frame must not outlive its reference.
+            frame.reference, frame.reference_dt = channel.reference_near(
+                stamp_ns(msg.header.stamp))
+        self.stages.put(frame)
 
     # ---- the two stages (worker threads) ---------------------------------------------------------
     def _on_failure(self, exc: Exception) -> None:
@@ -276,10 +284,11 @@ class Perception:
         where = channel.log_prefix
         header = item.frame.msg.header
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
-        reference = self._reference_for(channel, stamp, item.values) \
-            if scaler is not None else None
+        reference = self._reference_for(item.frame) if scaler is not None else None
         products = item.pipeline.finish(item.raw, None, scaler, stamp, reference)
         stats.computed = products.computed()
+        if products.scale is not None and products.scale.restarted:
+            self._node.get_logger().info(f"{where}{RESTARTED}")
         if products.scale is not None and products.scale.reason and scaler is not None:
             self._warn_once_per(f"scale:{channel.name}", f"{where}no depth scale from this "
                                 f"frame: {products.scale.reason}", period=10.0)
@@ -305,15 +314,13 @@ class Perception:
         stats.frame_id = header.frame_id
         channel.out_rate.tick()
 
-    def _reference_for(self, channel: CameraChannel, stamp: float,
-                       values: dict[str, Any]) -> Any:
-        """The camera's reference depth (metres) nearest the image's stamp within the slop,
-        or None."""
-        best, best_dt = None, values["reference_depth_slop"]
-        for msg in list(channel.references):
-            dt = abs(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - stamp)
-            if dt <= best_dt:
-                best, best_dt = msg, dt
+    def _reference_for(self, frame: _Frame) -> Any:
+        """The frame's reference depth (metres): the one nearest the image's stamp within the
+        slop, of the one taken when the frame came and any that arrived since; or None."""
+        best, best_dt = frame.reference, frame.reference_dt
+        later, later_dt = frame.channel.reference_near(stamp_ns(frame.msg.header.stamp))
+        if later is not None and (best is None or later_dt < best_dt):
+            best = later
         if best is None:
             return None
         try:

@@ -5,6 +5,7 @@ models, timeouts, and small helpers (the CLI in-process, the GPU probe). Importe
 
 import importlib.util
 import shutil
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +55,21 @@ def hardware_gpu() -> bool:
     adapter, _ = gpu_probe()
     return adapter is not None and not adapter.is_software
 
+
+
+class SlowRunner:
+    """Wraps a pipeline's runner: each inference takes ``delay`` s more (the model becomes the
+    bottleneck on any machine, as DA3 on a Raspberry Pi is)."""
+
+    def __init__(self, inner, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def run(self):
+        time.sleep(self.delay)
+        return self.inner.run()
 
 
 def run_cli(argv, capsys, **kwargs):
