@@ -1,0 +1,127 @@
+"""image_transport's compressed formats (core.compressed), read back by decoders written here
+from the formats' definitions (compressed_depth_image_transport's ConfigHeader + PNG,
+compressed_image_transport's JPEG / PNG), with OpenCV decoding the PNG and JPEG streams."""
+
+import struct
+
+import cv2
+import numpy as np
+import pytest
+
+from dense_perception.core import compressed as cz
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def decode_compressed_depth(fmt: str, data: bytes) -> tuple[str, np.ndarray]:
+    """compressed_depth_image_transport's decoder, from its definition: the encoding before ';',
+    a 12-byte header (int32 format, float32 a, float32 b), then a 16-bit PNG; for 32FC1 each
+    non-zero v is a / (v - b) metres and 0 is NaN; 16UC1 is the PNG's values as they are."""
+    encoding, rest = fmt.split(";", 1)
+    assert rest.strip() == "compressedDepth png"
+    kind, a, b = struct.unpack("<iff", bytes(data[:12]))
+    assert kind == 0  # INV_DEPTH
+    png = cv2.imdecode(np.frombuffer(bytes(data[12:]), np.uint8), cv2.IMREAD_UNCHANGED)
+    assert png.dtype == np.uint16 and png.ndim == 2
+    if encoding == "16UC1":
+        return encoding, png
+    v = png.astype(np.float32)
+    with np.errstate(divide="ignore"):
+        depth = np.float32(a) / (v - np.float32(b))
+    depth[png == 0] = np.nan
+    return encoding, depth
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return 10 * np.log10(255.0 ** 2 / mse) if mse > 0 else np.inf
+
+
+def bound(z: np.ndarray, q: float = 100.0) -> np.ndarray:
+    """One quantisation step of inverse depth, in metres at depth z: a = q (q + 1);
+    z' = a / (a / z - 1) so z' - z = z^2 / (a - z)."""
+    a = q * (q + 1)
+    return z * z / (a - z)
+
+
+def test_32fc1_header_round_trip_and_error_bound():
+    rng = np.random.default_rng(3)
+    depth = rng.uniform(0.2, 9.99, (120, 160)).astype(np.float32)
+    out = cz.compressed_depth(depth, "32FC1")
+    assert out.format == "32FC1; compressedDepth png"
+    kind, a, b = struct.unpack("<iff", out.data[:12].tobytes())
+    assert (kind, a, b) == (0, 100.0 * 101.0, pytest.approx(1 - 10100.0 / 10.0))
+    _, back = decode_compressed_depth(out.format, out.data)
+    err = back - depth
+    # The truncation never brings depth nearer; float32 arithmetic adds well under 0.1 %.
+    assert np.all(err >= -1e-6 * depth)
+    assert np.all(err <= bound(depth.astype(np.float64)) * 1.001 + 1e-7)
+    assert np.max(err) > 0.5 * bound(9.0)  # the bound is tight, not loose
+
+
+def test_stated_error_bounds_at_1_5_20_m():
+    """The docs' figures (docs/watching-over-wifi.md) from the formula, and measured."""
+    cfg = cz.CompressionConfig(depth_max=30.0)
+    for z, mm in ((1.0, 0.099), (5.0, 2.48), (20.0, 39.7)):
+        assert bound(z) * 1000 == pytest.approx(mm, abs=0.05)
+        assert cz.depth_error_bound(z, cfg) == pytest.approx(bound(z), rel=1e-6)
+        zs = np.linspace(z * 0.99, z * 1.01, 4001, dtype=np.float32)[None, :]
+        _, back = decode_compressed_depth(*_fmt_data(cz.compressed_depth(zs, "32FC1", cfg)))
+        assert np.max(back - zs) * 1000 <= mm * 1.02 * 1.01 ** 2
+
+
+def _fmt_data(out):
+    return out.format, out.data
+
+
+def test_invalid_depth_stays_invalid():
+    depth = np.array([[np.nan, np.inf, -np.inf, 0.0, -1.0, 10.0, 12.0, 0.1, 0.5, 9.9]],
+                     np.float32)
+    _, back = decode_compressed_depth(*_fmt_data(cz.compressed_depth(depth, "32FC1")))
+    # NaN/inf/0/negative, at or past depth_max (10 m), nearer than 16 bits hold (0.15 m): NaN
+    assert np.all(np.isnan(back[0, :8]))
+    assert np.all(np.isfinite(back[0, 8:]))
+    assert cz.nearest_encodable() == pytest.approx(10100 / (65536 + 1009), rel=1e-6)
+
+
+def test_16uc1_is_plain_png_of_millimetres():
+    rng = np.random.default_rng(4)
+    mm = rng.integers(0, 15000, (60, 80)).astype(np.uint16)
+    out = cz.compressed_depth(mm, "16UC1")
+    assert out.format == "16UC1; compressedDepth png"
+    enc, back = decode_compressed_depth(out.format, out.data)
+    assert enc == "16UC1"
+    np.testing.assert_array_equal(back, np.where(mm > 10000, 0, mm))
+
+
+def test_labels_png_is_bit_exact():
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 151, (64, 96)).astype(np.uint8)
+    labels[0, 0] = 255
+    out = cz.png_mono(labels, "mono8")
+    assert out.format == "mono8; png compressed "
+    back = cv2.imdecode(out.data, cv2.IMREAD_UNCHANGED)
+    np.testing.assert_array_equal(back, labels)
+
+
+@pytest.mark.parametrize("encoding", ["rgb8", "bgr8"])
+def test_jpeg_views_are_bgr_with_a_psnr_floor(encoding):
+    y, x = np.mgrid[0:120, 0:160]
+    view = np.stack([x * 255 // 160, y * 255 // 120, (x + y) % 256], -1).astype(np.uint8)
+    out = cz.jpeg(view, encoding, cz.CompressionConfig(jpeg_quality=80))
+    assert out.format == f"{encoding}; jpeg compressed bgr8"
+    bgr = cv2.imdecode(out.data, cv2.IMREAD_COLOR)
+    expected = view[..., ::-1] if encoding == "rgb8" else view
+    assert psnr(bgr, expected) > 30.0
+    assert out.data.size < view.size / 4
+    low = cz.jpeg(view, encoding, cz.CompressionConfig(jpeg_quality=20))
+    assert low.data.size < out.data.size  # quality is honoured
+
+
+def test_wrong_inputs_are_refused():
+    with pytest.raises(ValueError):
+        cz.compressed_depth(np.zeros((4, 4, 3), np.float32), "32FC1")
+    with pytest.raises(ValueError):
+        cz.compressed_depth(np.zeros((4, 4), np.float32), "32FC3")
+    with pytest.raises(ValueError):
+        cz.png_mono(np.zeros((4, 4), np.float32), "32FC1")
