@@ -1,47 +1,17 @@
-"""image_transport's compressed formats (core.compressed), read back by decoders written here
-from the formats' definitions (compressed_depth_image_transport's ConfigHeader + PNG,
-compressed_image_transport's JPEG / PNG), with OpenCV decoding the PNG and JPEG streams."""
+"""image_transport's compressed formats (core.compressed), read back by decoders written from
+the formats' definitions (support/transport_decoders.py: compressed_depth_image_transport's
+ConfigHeader + PNG, compressed_image_transport's JPEG / PNG)."""
 
 import struct
 
-import cv2
 import numpy as np
 import pytest
 
 from dense_perception.core import compressed as cz
+from support.transport_decoders import decode_compressed_depth, decode_jpeg_view, decode_png, psnr
+from support.transport_decoders import step_bound as bound
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def decode_compressed_depth(fmt: str, data: bytes) -> tuple[str, np.ndarray]:
-    """compressed_depth_image_transport's decoder, from its definition: the encoding before ';',
-    a 12-byte header (int32 format, float32 a, float32 b), then a 16-bit PNG; for 32FC1 each
-    non-zero v is a / (v - b) metres and 0 is NaN; 16UC1 is the PNG's values as they are."""
-    encoding, rest = fmt.split(";", 1)
-    assert rest.strip() == "compressedDepth png"
-    kind, a, b = struct.unpack("<iff", bytes(data[:12]))
-    assert kind == 0  # INV_DEPTH
-    png = cv2.imdecode(np.frombuffer(bytes(data[12:]), np.uint8), cv2.IMREAD_UNCHANGED)
-    assert png.dtype == np.uint16 and png.ndim == 2
-    if encoding == "16UC1":
-        return encoding, png
-    v = png.astype(np.float32)
-    with np.errstate(divide="ignore"):
-        depth = np.float32(a) / (v - np.float32(b))
-    depth[png == 0] = np.nan
-    return encoding, depth
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
-    return 10 * np.log10(255.0 ** 2 / mse) if mse > 0 else np.inf
-
-
-def bound(z: np.ndarray, q: float = 100.0) -> np.ndarray:
-    """One quantisation step of inverse depth, in metres at depth z: a = q (q + 1);
-    z' = a / (a / z - 1) so z' - z = z^2 / (a - z)."""
-    a = q * (q + 1)
-    return z * z / (a - z)
 
 
 def test_32fc1_header_round_trip_and_error_bound():
@@ -100,7 +70,8 @@ def test_labels_png_is_bit_exact():
     labels[0, 0] = 255
     out = cz.png_mono(labels, "mono8")
     assert out.format == "mono8; png compressed "
-    back = cv2.imdecode(out.data, cv2.IMREAD_UNCHANGED)
+    encoding, back = decode_png(out.format, out.data)
+    assert encoding == "mono8"
     np.testing.assert_array_equal(back, labels)
 
 
@@ -110,7 +81,7 @@ def test_jpeg_views_are_bgr_with_a_psnr_floor(encoding):
     view = np.stack([x * 255 // 160, y * 255 // 120, (x + y) % 256], -1).astype(np.uint8)
     out = cz.jpeg(view, encoding, cz.CompressionConfig(jpeg_quality=80))
     assert out.format == f"{encoding}; jpeg compressed bgr8"
-    bgr = cv2.imdecode(out.data, cv2.IMREAD_COLOR)
+    _, bgr = decode_jpeg_view(out.format, out.data)
     expected = view[..., ::-1] if encoding == "rgb8" else view
     assert psnr(bgr, expected) > 30.0
     assert out.data.size < view.size / 4

@@ -246,6 +246,20 @@ PARAMS: tuple[ParamSpec, ...] = (
               "the model."),
     ParamSpec("input_compressed", False, "Subscribe to image/compressed (JPEG/PNG) instead "
               "of image."),
+    ParamSpec("jpeg_quality", 80, "JPEG quality (1-100) of depth/colored/compressed, "
+              "normals/colored/compressed and segmentation/colored/compressed.", low=1,
+              high=100, runtime=True, offline="--jpeg-quality"),
+    ParamSpec("png_level", 3, "zlib level (0-9) of the PNG in depth/image/compressedDepth and "
+              "segmentation/labels/compressed: higher is smaller and slower.", low=0, high=9,
+              runtime=True, offline="--png-level"),
+    ParamSpec("compressed_depth_max", 10.0, "depth/image/compressedDepth: depth at or past "
+              "this (m) is sent as invalid (compressed_depth_image_transport's depth_max).",
+              low=1.0, high=100.0, runtime=True, unit="m", offline="--compressed-depth-max"),
+    ParamSpec("compressed_depth_quantization", 100.0, "depth/image/compressedDepth (32FC1): "
+              "the depth (m) at which one step of the 16-bit inverse depth is 1 m "
+              "(compressed_depth_image_transport's depth_quantization); the error at depth z is "
+              "at most z^2 / (q (q + 1) - z).", low=1.0, high=150.0, runtime=True,
+              unit="m", offline="--compressed-depth-quantization"),
     ParamSpec("depth_encoding", "32FC1", "depth/image encoding: 32FC1 (metres, NaN invalid) "
               "or 16UC1 (millimetres, 0 invalid).", choices=DEPTH_ENCODINGS, runtime=True,
               offline="--depth-format"),
