@@ -208,6 +208,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("points_organized", False, "Keep the image grid in the cloud (NaN for invalid "
               "pixels) instead of dropping invalid points.", runtime=True,
               offline="--points-organized"),
+    ParamSpec("points_voxel_size", 0.0, "Keep one point per cube of this edge (m), the one "
+              "nearest the camera, so a cloud for a network link stays light and no obstacle "
+              "is lost; 0 = off. The cloud is then unorganised (points_organized is ignored).",
+              low=0.0, high=100.0, runtime=True,
+              unit="m", offline="--points-voxel-size"),
     ParamSpec("input_rectified", False, "true: the image is rectified (image_rect), use "
               "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
               "here first when D is not zero.", runtime=True,
