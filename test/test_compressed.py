@@ -3,12 +3,15 @@ the formats' definitions (support/transport_decoders.py: compressed_depth_image_
 ConfigHeader + PNG, compressed_image_transport's JPEG / PNG)."""
 
 import struct
+from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
 from dense_perception.core import compressed as cz
-from support.transport_decoders import decode_compressed_depth, decode_jpeg_view, decode_png, psnr
+from support.transport_decoders import (check_depth_round_trip, decode_compressed_depth,
+                                        decode_jpeg_view, decode_png, psnr)
 from support.transport_decoders import step_bound as bound
 
 pytestmark = pytest.mark.timeout(60)
@@ -96,3 +99,23 @@ def test_wrong_inputs_are_refused():
         cz.compressed_depth(np.zeros((4, 4), np.float32), "32FC3")
     with pytest.raises(ValueError):
         cz.png_mono(np.zeros((4, 4), np.float32), "32FC1")
+
+
+NYU = Path(__file__).resolve().parents[2] / "shared" / "real-scenes" / "nyu"
+
+
+@pytest.mark.skipif(not NYU.is_dir(), reason="../shared/real-scenes is not here")
+@pytest.mark.parametrize("name", ["sync_depth_00000.png", "sync_depth_00050.png",
+                                  "sync_depth_00100.png"])
+def test_measured_depth_at_504x280_is_4x_smaller_within_the_bound(name):
+    """Measured indoor depth (NYU Depth v2, Kinect; 0.7-8.3 m, its holes invalid) on DA3's
+    504x280 grid: real edges and noise, unlike the test models' smooth depth."""
+    mm = cv2.imread(str(NYU / name), cv2.IMREAD_UNCHANGED)
+    depth = cv2.resize(mm, (504, 378), interpolation=cv2.INTER_NEAREST)[49:329]
+    depth = depth.astype(np.float32) / 1000.0
+    depth[depth == 0] = np.nan
+    assert 0.5 < np.nanmin(depth) and np.nanmax(depth) < 10.0
+    out = cz.compressed_depth(depth, "32FC1")
+    assert depth.nbytes / out.data.size >= 4.0
+    _, back = decode_compressed_depth(out.format, out.data)
+    check_depth_round_trip(depth, back)

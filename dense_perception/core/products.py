@@ -131,14 +131,16 @@ def product_messages(products: Products, keys: Iterable[str], header: Any, build
     wanted = set(keys)
     yield from _raw_messages(products, wanted, header, build, depth_encoding)
     for key in (k for k in COMPRESSED if k in wanted):
-        payload = _compress(products, key, depth_encoding, compression, timer)
+        payload = compress_product(products, key, depth_encoding, compression, timer)
         if payload is not None:
             yield key, build.compressed_image(payload.format, payload.data, header)
 
 
-def _compress(products: Products, key: str, depth_encoding: str, config: CompressionConfig,
-              timer: StageTimer | None) -> Compressed | None:
-    """``key``'s payload from its raw product (None when this frame has none)."""
+def compress_product(products: Products, key: str, depth_encoding: str,
+                     config: CompressionConfig,
+                     timer: StageTimer | None = None) -> Compressed | None:
+    """Compressed product ``key``'s payload from its raw product (None when this frame has
+    none), timed as stage ``compress`` on ``timer``."""
     raw_key, codec = COMPRESSED[key]
     image = getattr(products, raw_key)
     if image is None:
