@@ -24,6 +24,7 @@ import numpy as np
 
 from dense_perception.core.compressed import CompressionConfig, compressed_depth
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pointcloud import nearest_per_voxel
 from dense_perception.core.products import COMPRESSED, compress_product
 from tools.scene import make_sample_scene, scene_intrinsics
 
@@ -81,14 +82,16 @@ def bench_model(kind: str, resolution: str, frame_size: tuple[int, int], runs: i
                       labels=True, labels_colored=True, points=False)
     products = pipe.process(frame, "rgb8", k, request=request)
     depth = products.depth
-    clouds = []
-    for voxel in VOXELS:
+    clouds, full = [], None
+    for voxel in VOXELS:  # VOXELS[0] is 0: the full cloud, which the others thin
         cpipe = load_pipeline(str(MODELS[kind]), backend="cpu", log=lambda _: None,
                               config=PipelineConfig(**pconf, points_voxel_size=voxel))
         points = cpipe.process(frame, "rgb8", k, request=Request(points=True,
                                                                    points_rgb=True)).points
+        full = points if voxel == 0 else full
+        ms = _median_ms(lambda: nearest_per_voxel(full, voxel), runs) if voxel else 0.0
         clouds.append({"voxel_m": voxel, "points": int(points.size),
-                       "bytes": int(points.nbytes)})
+                       "bytes": int(points.nbytes), "thin_ms": ms})
     return {"model": kind, "resolution": resolution, "input": f"{width}x{height}",
             "output": f"{depth.shape[1]}x{depth.shape[0]}",
             "depth_range_m": [float(np.nanmin(depth)), float(np.nanmax(depth))],
@@ -123,6 +126,7 @@ def table(results: dict) -> str:
                          f"{t['encode_ms']:9.2f}")
         lines.append(f"{'':<37} points (stride 2, rgb): " + ", ".join(
             f"voxel {c['voxel_m']:g} m: {c['points']} pts {c['bytes'] / 1000:.0f} KB"
+            + (f" ({c['thin_ms']:.1f} ms)" if c["voxel_m"] else "")
             for c in r["cloud"]))
     for n in results["nyu"]:
         lines.append(f"{'real':<7} {'-':<7} {'NYU':<10} {n['output']:<10} "
