@@ -89,7 +89,7 @@ def inverse_depth(depth: np.ndarray, config: CompressionConfig) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         v = np.float32(a) / z + np.float32(b)  # float32 arithmetic, as the plugin's
         # Invalid (NaN, inf, <= 0), at or past depth_max, or too near for 16 bits: 0. The
-        # plugin would wrap a too-near value into a wrong one; withheld here instead.
+        # plugin's own conversion is undefined for a too-near depth; withheld here instead.
         keep = (z > 0) & (z < np.float32(config.depth_max)) & (v < UINT16_MAX + 1)
     out = np.zeros(depth.shape, np.uint16)
     out[keep] = v[keep]  # positive: the cast truncates, as the plugin's C++ conversion
