@@ -142,3 +142,26 @@ def test_da3_compressed_depth_at_504x280_is_4x_smaller_within_its_bound(harness_
     check_depth_round_trip(raw_depth, depth)
     assert np.isfinite(depth).all()
     assert len(raw.data) / len(packed.data) >= 4.0
+
+
+def test_a_compressed_topic_alone_computes_its_raw_product_only(harness_factory):
+    """Only segmentation/labels/compressed subscribed: the labels are computed (nothing else),
+    and the PNG holds the TIPSv2 test model's labels, round(149 b), exactly."""
+    h = harness_factory({"model_path": TIPS_TEST_MODEL},
+                        subscribe=("segmentation/labels/compressed", "/diagnostics"))
+    h.wait_matched(("segmentation/labels/compressed",))
+    frame = np.zeros((448, 448, 3), np.uint8)
+    frame[:, :224] = (30, 60, 90)
+    frame[:, 224:] = (200, 10, 170)
+    header = h.header(sec=1)
+    h.publish_frame(frame, header, info=camera_info(448, 448, fx=400.0))
+    msg = h.wait_for("segmentation/labels/compressed",
+                     where=lambda m: m.header.stamp == header.stamp)[0]
+    encoding, labels = decode_png(msg.format, msg.data)
+    assert encoding == "mono8" and labels.shape == (448, 448)
+    # away from the edge between the halves (the logits are resampled across it)
+    assert (labels[:, :200] == round(149 * 90 / 255)).all()
+    assert (labels[:, 248:] == round(149 * 170 / 255)).all()
+    values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")[2]
+    assert values["products computed"] == "labels"
+    assert "bandwidth segmentation/labels (kB/s)" not in values  # the raw topic sent nothing
