@@ -11,8 +11,9 @@ from dense_perception.core.conversions import image_msg_to_array  # noqa: E402
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
 from support.model_truth import gradient_frame  # noqa: E402
 from support.ros_harness import TOPIC_KEYS, camera_info, wait_until  # noqa: E402
-from support.transport_decoders import (check_depth_round_trip, decode_compressed_depth,  # noqa: E402
-                                        decode_jpeg_view, decode_png, depth_header, psnr)
+from support.transport_decoders import (  # noqa: E402
+    check_depth_round_trip, decode_compressed_depth, decode_jpeg_view, decode_png, depth_header,
+    psnr)
 
 Q, DEPTH_MAX = 100.0, 10.0  # compressed_depth_image_transport's defaults, ours too
 A = Q * (Q + 1)

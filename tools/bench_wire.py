@@ -1,6 +1,6 @@
-"""``make bench`` (wire rows): what each output costs on a network link, raw against image_transport's
-compressed topic, per model and resolution: bytes per frame, the compression ratio and the
-encode ms (median), plus the cloud's points and bytes with ``points_voxel_size``.
+"""``make bench`` (wire rows): what each output costs on a network link, raw against
+image_transport's compressed topic, per model and resolution: bytes per frame, the compression
+ratio and the encode ms (median), plus the cloud's points and bytes with ``points_voxel_size``.
 
 The bundled test models (DA3 with ``depth_scale_source: fixed`` x2: a 4-9 m scene; TIPSv2:
 metric 0.5-4 m) on the sample scene, at the model grid and at the camera's size; and, where
@@ -61,7 +61,8 @@ def topic_rows(products: Any, runs: int, config: CompressionConfig) -> list[dict
         if getattr(products, raw_key) is None:
             continue
         payload = compress_product(products, key, "32FC1", config, None)
-        ms = _median_ms(lambda key=key: compress_product(products, key, "32FC1", config, None), runs)
+        ms = _median_ms(lambda key=key: compress_product(products, key, "32FC1", config),
+                        runs)
         raw = raw_bytes(products, raw_key)
         rows.append({"topic": key, "codec": codec, "raw_bytes": raw,
                      "compressed_bytes": int(payload.data.size),

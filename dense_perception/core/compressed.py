@@ -24,7 +24,8 @@ import cv2
 import numpy as np
 
 INV_DEPTH = 0  # compression_common.h: compressionFormat INV_DEPTH
-CONFIG_HEADER = struct.Struct("<iff")  # ConfigHeader {compressionFormat format; float depthParam[2]}
+# ConfigHeader {compressionFormat format; float depthParam[2]}, little endian
+CONFIG_HEADER = struct.Struct("<iff")
 UINT16_MAX = 65535
 
 
