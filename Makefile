@@ -177,6 +177,7 @@ bench: torch-env
 	$(VENV_TORCH)/bin/python -m tools.bench_models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m tools.bench --models $(BENCH_MODELS)
+	$(PY) -m tools.bench_wire
 	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
 
 # The host path through the node over DDS (the test models, 1280x720 bgr8 at 5 Hz, every

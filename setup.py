@@ -31,7 +31,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")
+         + glob("config/*.json")),
         (f"share/{PACKAGE}/models", glob("models/*.tflite") + glob("models/*.md")),
     ],
     python_requires=">=3.10",  # ROS 2 Humble's Python (Ubuntu 22.04)

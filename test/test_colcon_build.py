@@ -59,6 +59,7 @@ def test_installed_layout(install_prefix):
         share / "config" / "depth.yaml",
         share / "config" / "tipsv2.yaml",
         share / "config" / "dense_perception.rviz",
+        share / "config" / "dense_perception.foxglove.json",
         share / "models" / "test_da3_small.tflite",
         share / "models" / "test_tipsv2_b14_dpt.tflite",
         install_prefix / "share" / "ament_index" / "resource_index" / "packages" / PACKAGE,

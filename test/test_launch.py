@@ -397,8 +397,10 @@ def test_rviz_config_shows_the_outputs():
     manager = data["Visualization Manager"]
     displays = {d["Topic"]["Value"]: d for d in manager["Displays"] if "Topic" in d}
     # Relative names: RViz started in the node's namespace (namespace:=...) finds its outputs.
-    assert set(displays) == {"depth/colored", "normals/colored", "segmentation/colored",
-                             "points"}
+    # The views over image_transport's compressed topics (RViz 2 picks the transport from the
+    # topic's last name, its image_transport hint): light enough for a Wi-Fi link.
+    assert set(displays) == {"depth/colored/compressed", "normals/colored/compressed",
+                             "segmentation/colored/compressed", "points"}
     for topic, display in displays.items():
         expected = "PointCloud2" if topic == "points" else "Image"
         assert display["Class"] == f"rviz_default_plugins/{expected}"
@@ -409,3 +411,26 @@ def test_rviz_config_shows_the_outputs():
     fixed = _kwargs(_declared_args()["fixed_frame"])["default_value"].value
     assert manager["Global Options"]["Fixed Frame"] == fixed
     assert fixed.endswith("_optical_frame")
+
+
+def test_foxglove_layout_opens_the_compressed_views_and_the_cloud():
+    """config/dense_perception.foxglove.json: every panel in the layout tree has a config and
+    every config a place; the images are the compressed views, the 3D panel the cloud."""
+    import json
+    from dense_perception.core.products import COMPRESSED, OUTPUTS
+    layout = json.loads((REPO / "config" / "dense_perception.foxglove.json").read_text())
+
+    def leaves(node):
+        return [node] if isinstance(node, str) else leaves(node["first"]) + \
+            leaves(node["second"])
+    panels = leaves(layout["layout"])
+    assert sorted(panels) == sorted(layout["configById"])
+    images = {c["imageMode"]["imageTopic"] for k, c in layout["configById"].items()
+              if k.startswith("Image!")}
+    compressed_topics = {"/" + OUTPUTS[key][0] for key in COMPRESSED}
+    assert images == {"/depth/colored/compressed", "/segmentation/colored/compressed",
+                      "/normals/colored/compressed"} and images <= compressed_topics
+    cloud = layout["configById"]["3D!cloud"]
+    assert cloud["topics"]["/points"]["visible"] is True
+    fixed = _kwargs(_declared_args()["fixed_frame"])["default_value"].value
+    assert cloud["followTf"] == fixed

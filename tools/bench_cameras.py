@@ -167,7 +167,7 @@ def _run_nodes(node_args: list[list[str]], cameras: list[str], model: str, threa
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import Image
 
-    from dense_perception.core.products import OUTPUTS
+    from dense_perception.core.products import COMPRESSED, OUTPUTS
     from dense_perception.ros.messages import MESSAGE_CLASSES
     from tools.node_process import NodeProcess
     from tools.ros_client import ScenePlayer
@@ -188,7 +188,7 @@ def _run_nodes(node_args: list[list[str]], cameras: list[str], model: str, threa
         subs.append(client.create_subscription(Image, f"/{name}/depth/image", on_depth,
                                                QoSProfile(depth=5)))
         for key, (topic, msg_type, _) in OUTPUTS.items():
-            if key not in ("depth", "classes"):
+            if key not in ("depth", "classes") and key not in COMPRESSED:  # raw outputs
                 subs.append(client.create_subscription(
                     MESSAGE_CLASSES[msg_type], f"/{name}/{topic}", lambda _m: None,
                     QoSProfile(depth=2), raw=True))

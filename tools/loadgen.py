@@ -18,7 +18,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image
 
-from dense_perception.core.products import OUTPUTS
+from dense_perception.core.products import COMPRESSED, OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES
 from tools.node_process import NodeProcess
 from tools.ros_client import ScenePlayer, decode_status, node_status
@@ -26,9 +26,10 @@ from tools.ros_client import ScenePlayer, decode_status, node_status
 NODE_FQN = "/dense_perception"  # the node's diagnostics name (fully qualified)
 
 
-# Every output but depth/image (watched for timing) and the latched class list.
+# Every output but depth/image (watched for timing), the latched class list and the compressed
+# topics (a remote viewer's; their cost is make bench's wire rows, tools/bench_wire.py).
 OTHER_OUTPUTS = {topic: MESSAGE_CLASSES[msgtype] for key, (topic, msgtype, _) in OUTPUTS.items()
-                 if key not in ("depth", "classes")}
+                 if key not in ("depth", "classes") and key not in COMPRESSED}
 
 
 @dataclass

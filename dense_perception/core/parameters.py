@@ -208,6 +208,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("points_organized", False, "Keep the image grid in the cloud (NaN for invalid "
               "pixels) instead of dropping invalid points.", runtime=True,
               offline="--points-organized"),
+    ParamSpec("points_voxel_size", 0.0, "Keep one point per cube of this edge (m), the one "
+              "nearest the camera, so a cloud for a network link stays light and no obstacle "
+              "is lost; 0 = off. The cloud is then unorganised (points_organized is ignored).",
+              low=0.0, high=100.0, runtime=True,
+              unit="m", offline="--points-voxel-size"),
     ParamSpec("input_rectified", False, "true: the image is rectified (image_rect), use "
               "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
               "here first when D is not zero.", runtime=True,
@@ -246,6 +251,20 @@ PARAMS: tuple[ParamSpec, ...] = (
               "the model."),
     ParamSpec("input_compressed", False, "Subscribe to image/compressed (JPEG/PNG) instead "
               "of image."),
+    ParamSpec("jpeg_quality", 80, "JPEG quality (1-100) of depth/colored/compressed, "
+              "normals/colored/compressed and segmentation/colored/compressed.", low=1,
+              high=100, runtime=True, offline="--jpeg-quality"),
+    ParamSpec("png_level", 3, "zlib level (0-9) of the PNG in depth/image/compressedDepth and "
+              "segmentation/labels/compressed: higher is smaller and slower.", low=0, high=9,
+              runtime=True, offline="--png-level"),
+    ParamSpec("compressed_depth_max", 10.0, "depth/image/compressedDepth: depth at or past "
+              "this (m) is sent as invalid (compressed_depth_image_transport's depth_max).",
+              low=1.0, high=100.0, runtime=True, unit="m", offline="--compressed-depth-max"),
+    ParamSpec("compressed_depth_quantization", 100.0, "depth/image/compressedDepth (32FC1): "
+              "the depth (m) at which one step of the 16-bit inverse depth is 1 m "
+              "(compressed_depth_image_transport's depth_quantization); the error at depth z is "
+              "at most z^2 / (q (q + 1) - z).", low=1.0, high=150.0, runtime=True,
+              unit="m", offline="--compressed-depth-quantization"),
     ParamSpec("depth_encoding", "32FC1", "depth/image encoding: 32FC1 (metres, NaN invalid) "
               "or 16UC1 (millimetres, 0 invalid).", choices=DEPTH_ENCODINGS, runtime=True,
               offline="--depth-format"),

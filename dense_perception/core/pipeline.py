@@ -21,7 +21,7 @@ from .intrinsics import Intrinsics
 from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
                            fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec, detect_model_spec
-from .pointcloud import depth_to_points
+from .pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
 from .rectify import Rectifier
 from .runner import Runner, check_model_file, open_runner
@@ -125,6 +125,7 @@ class PipelineConfig:
     depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
     input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
     host_threads: int = 0  # threads for the host work around inference; 0 = auto (host_threads)
+    points_voxel_size: float = 0.0  # m; one point (the nearest) per cube; 0 = off
 
     def problem(self, syntax: Syntax = NODE) -> str | None:
         """Why this configuration is impossible, or None (settings named in ``syntax``)."""
@@ -140,6 +141,8 @@ class PipelineConfig:
             return f"{n('max_depth')} must be >= 0 (0 = no limit), got {self.max_depth}"
         if self.host_threads < 0:
             return f"{n('host_threads')} must be >= 0 (0 = auto), got {self.host_threads}"
+        if not self.points_voxel_size >= 0:
+            return f"{n('points_voxel_size')} must be >= 0 (0 = off), got {self.points_voxel_size}"
         if self.points_stride < 1:
             return f"{n('points_stride')} must be >= 1, got {self.points_stride}"
         if not 0.0 <= self.points_min_confidence <= 1.0:
@@ -387,11 +390,14 @@ class DensePipeline:
                 rgb = to_colour_words(raw.fitted, raw.fmt)
             else:
                 rgb = plan.unfit(to_rgb8(raw.fitted, raw.fmt), res, Interp.LINEAR)
+        voxel = self.config.points_voxel_size
         products.points = depth_to_points(
             products.depth, products.intrinsics, stride=self.config.points_stride,
             max_depth=self.config.max_depth or float("inf"), rgb=rgb,
-            organized=self.config.points_organized,
+            organized=self.config.points_organized and not voxel,
             keep=self._confident(raw, products, unseen))
+        if voxel:
+            products.points = nearest_per_voxel(products.points, voxel)
 
     def _unfit_confidence(self, confidence: np.ndarray, plan: FitPlan,
                           unseen: np.ndarray | None) -> np.ndarray:

@@ -83,3 +83,24 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
     kept = np.compress(valid.ravel(), records.reshape(-1, len(planes)), axis=0)
     return kept.view(dtype)[:, 0]
 
+
+
+def nearest_per_voxel(points: np.ndarray, size: float) -> np.ndarray:
+    """One point per occupied cube of edge ``size`` (m) of an unorganised cloud: the one
+    nearest the camera (the origin), so every occupied cube keeps a point and its nearest
+    surface, and no obstacle is lost to the thinning. Order: by cube."""
+    if size <= 0 or points.size == 0:
+        return points
+    xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1)
+    cells = np.floor(xyz / np.float32(size)).astype(np.int64)
+    cells -= cells.min(axis=0)
+    extent = cells.max(axis=0) + 1
+    key = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]
+    range2 = np.einsum("ij,ij->i", xyz, xyz)
+    # By cube, nearest first within each: a stable sort by cube of the points sorted by range
+    # (np.lexsort's order, in two plain sorts: a quarter faster).
+    order = np.argsort(range2)
+    order = order[np.argsort(key[order], kind="stable")]
+    first = np.ones(order.size, bool)
+    first[1:] = key[order[1:]] != key[order[:-1]]
+    return points[order[first]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from .compressed import CompressionConfig
 from .metric_scale import ScaleConfig
 from .parameters import PARAMS_BY_NAME
 from .pipeline import PipelineConfig
@@ -33,6 +34,13 @@ def pipeline_config(values: dict[str, Any], **overrides: Any) -> PipelineConfig:
     e.g. one host thread for a one-CPU fleet worker)."""
     chosen = {f.name: values[f.name] for f in fields(PipelineConfig)}
     return PipelineConfig(**{**chosen, **overrides})
+
+
+def compression_config(values: dict[str, Any]) -> CompressionConfig:
+    """The compressed topics' encoder settings among ``values``."""
+    return CompressionConfig(depth_max=values["compressed_depth_max"],
+                             depth_quantization=values["compressed_depth_quantization"],
+                             png_level=values["png_level"], jpeg_quality=values["jpeg_quality"])
 
 
 def scale_config(values: dict[str, Any], per_frame: bool = False) -> ScaleConfig:

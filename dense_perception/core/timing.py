@@ -89,3 +89,38 @@ class RateMeter:
     def _trim(self, now: float) -> None:
         while self._stamps and now - self._stamps[0] > self._window_s:
             self._stamps.popleft()
+
+
+class ByteRateMeter:
+    """Bytes per second over the last ``window_s`` seconds (a topic's bandwidth); thread-safe."""
+
+    def __init__(self, window_s: float = 5.0) -> None:
+        self._window_s = window_s
+        self._events: deque[tuple[float, int]] = deque()
+        self._lock = threading.Lock()
+        self.total = 0  # bytes since the start
+
+    def add(self, size: int, now: float | None = None) -> None:
+        """Record one message of ``size`` bytes."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self._events.append((now, size))
+            self.total += size
+            self._trim(now)
+
+    def rate(self, now: float | None = None) -> float:
+        """Bytes per second: the messages' rate as :class:`RateMeter` gives it times their
+        mean size after the first (0 with fewer than two messages; decays once they stop)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self._trim(now)
+            if len(self._events) < 2:
+                return 0.0
+            first, last, gaps = self._events[0][0], self._events[-1][0], len(self._events) - 1
+            span = max(last - first, now - first - (last - first) / gaps)
+            sent = sum(size for _, size in list(self._events)[1:])
+            return sent / span if span > 0 else 0.0
+
+    def _trim(self, now: float) -> None:
+        while self._events and now - self._events[0][0] > self._window_s:
+            self._events.popleft()

@@ -27,6 +27,7 @@ from rosbags.typesys import Stores, get_typestore
 from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.conversions import (BadImageError, camera_info_fields, cloud_fields,
                                 compressed_to_array, image_fields, image_to_array)
+from ..core.compressed import CompressionConfig
 from ..core.products import OUTPUTS, classes_message, product_messages
 from ..core.intrinsics import Intrinsics
 
@@ -108,6 +109,11 @@ def intrinsics_to_camera_info(k: Intrinsics, header: Any) -> Any:
 def string(text: str) -> Any:
     """A std_msgs/String."""
     return StringMsg(data=text)
+
+
+def compressed_image(fmt: str, data: np.ndarray, header: Any) -> Any:
+    """A sensor_msgs/CompressedImage (``data``: the flat uint8 payload)."""
+    return CompressedImageMsg(header=header, format=fmt, data=np.asarray(data, np.uint8))
 
 
 def points_to_cloud(points: np.ndarray, header: Any) -> Any:
@@ -355,8 +361,11 @@ class BagSink:
     """Writes each frame's products to a BagOutput with the node's topics, types and headers."""
 
     def __init__(self, out: BagOutput, namespace: str, keys: list[str],
-                 depth_encoding: str = "32FC1") -> None:
+                 depth_encoding: str = "32FC1",
+                 compression: CompressionConfig = CompressionConfig()) -> None:
+        """``compression``: the compressed topics' encoder settings (those among ``keys``)."""
         self.out = out
+        self.compression = compression
         self.topics = {k: v for k, v in output_topic_names(namespace).items() if k in keys}
         self.depth_encoding = depth_encoding
         self._classes_written = False
@@ -369,7 +378,7 @@ class BagSink:
             write(topics["classes"], classes_message(sys.modules[__name__]), log_time)
             self._classes_written = True
         for key, msg in product_messages(products, topics, header, sys.modules[__name__],
-                                         self.depth_encoding):
+                                         self.depth_encoding, self.compression):
             write(topics[key], msg, log_time)
 
 

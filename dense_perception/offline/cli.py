@@ -24,7 +24,7 @@ from ..core.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
 from .fleet import is_fleet, run_fleet
-from .process import COPY_MODES, process_one
+from .process import BAG_COMPRESSED, COPY_MODES, process_one
 from .scale_options import ScaleOptionError, add_scale_arguments
 from .settings_args import add_setting_arguments
 
@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "image topic's, e.g. /camera for /camera/image_raw)")
     bag.add_argument("--bag-format", choices=("mcap", "sqlite3"), default="mcap",
                      help="storage of the output bag")
+    bag.add_argument("--compressed", choices=BAG_COMPRESSED, default="off",
+                     help="image_transport's compressed topics in the output bag (the node's: "
+                     "depth/image/compressedDepth, */colored/compressed, "
+                     "segmentation/labels/compressed): off, add (beside the raw ones) or only "
+                     "(instead of the raw images they compress: the size to keep for Foxglove)")
     bag.add_argument("--copy", choices=COPY_MODES, default="all", help="input topics copied "
                      "into the output bag: all, camera (image + CameraInfo) or none")
     p.add_argument("--verbose", "-v", action="store_true",

@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 
 from ..core import postprocess as post
+from ..core.products import COMPRESSED
 from ..core.timing import StageStats
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm",
@@ -178,7 +179,8 @@ class FolderSink:
             raise InputError(f"depth format '{depth_format}' is unknown; use one of: "
                              f"{', '.join(DEPTH_FORMATS)}")
         self.root = root
-        self.keys = [k for k in keys if k not in ("depth_info", "classes")]
+        # files are PNG already: image_transport's compressed topics are for bags only
+        self.keys = [k for k in keys if k not in ("depth_info", "classes") and k not in COMPRESSED]
         self.depth_format = depth_format
         self.counts: dict[str, int] = {k: 0 for k in self.keys}
         root.mkdir(parents=True, exist_ok=True)

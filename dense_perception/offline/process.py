@@ -20,9 +20,9 @@ from ..core.models import ModelSpec, detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.npu_runner import npu_options
 from ..core.pipeline import DensePipeline, load_pipeline
-from ..core.products import OUTPUT_GROUPS, available_groups, request_for
+from ..core.products import COMPRESSED, OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
-from ..core.settings import pipeline_config
+from ..core.settings import compression_config, pipeline_config
 from ..core.timing import StageTimer
 from .bag_cameras import bag_events, bag_cameras, camera_scaler, missing_camera_info
 from .console import PROG, CliError, warn
@@ -32,6 +32,7 @@ from .settings_args import OFFLINE, setting_values, settings_problem
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
+BAG_COMPRESSED = ("off", "add", "only")  # --compressed: image_transport's topics in the bag
 TIMER_WINDOW = 1_000_000  # keep every frame's stage times: summary.json covers the whole run
 
 
@@ -54,6 +55,17 @@ def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
                 groups.append(name)
     keys = [k for g in groups for k in OUTPUT_GROUPS[g].products]
     return groups, keys
+
+
+def bag_keys(keys: list[str], compressed: str) -> list[str]:
+    """The output keys a bag gets under ``--compressed``: off drops the compressed topics, add
+    keeps both, only drops each raw image that a compressed topic carries."""
+    if compressed == "off":
+        return [k for k in keys if k not in COMPRESSED]
+    if compressed == "only":
+        carried = {COMPRESSED[k][0] for k in keys if k in COMPRESSED}
+        return [k for k in keys if k not in carried]
+    return list(keys)
 
 
 # ---- inputs -------------------------------------------------------------------------------------
@@ -275,8 +287,10 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
             try:  # the input topics first, then the outputs (the order tools list them in)
                 target: Target = BagTarget(bag_out, copy_conns, summary)
                 sinks = {cam.topic: bagio.BagSink(
-                    bag_out, cam.namespace, keys,
-                    depth_encoding="16UC1" if args.depth_format == "png16" else "32FC1")
+                    bag_out, cam.namespace,
+                    bag_keys(keys, getattr(args, "compressed", "off")),
+                    depth_encoding="16UC1" if args.depth_format == "png16" else "32FC1",
+                    compression=compression_config(session.values))
                     for cam in cameras}
                 target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
                     else bagio.CameraSinks(sinks)

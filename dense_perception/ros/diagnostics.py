@@ -17,7 +17,7 @@ ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERR
 STALL_WARN_PERIODS, STALL_ERROR_PERIODS, STALL_MIN_PERIOD_S = 5, 20, 0.2
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
 # Parts of a stage above (of postprocess, of extract): shown, not added to the frame time.
-SUB_STAGES = ("scale", "labels_confidence")
+SUB_STAGES = ("scale", "labels_confidence", "compress")
 HOST_STAGES = tuple(s for s in STAGES if s != "inference")  # the work around the model
 
 
@@ -31,6 +31,15 @@ def host_values(stages: dict[str, StageStats], threads: int,
             "host ceiling (Hz)": f"{1000.0 / host_ms:.1f}" if host_ms else "-",
             "host threads": str(threads),
             "products computed": ", ".join(computed) or "-"}
+
+
+def bandwidth_values(rates: dict[str, float]) -> dict[str, str]:
+    """Diagnostics values on what each output topic sends (kB/s, 1 kB = 1000 bytes) and
+    their total, so a network link's budget can be checked."""
+    values = {f"bandwidth {topic} (kB/s)": f"{rate / 1000:.1f}"
+              for topic, rate in sorted(rates.items())}
+    values["bandwidth total (kB/s)"] = f"{sum(rates.values()) / 1000:.1f}" if rates else "-"
+    return values
 
 
 @dataclass
@@ -146,7 +155,8 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
                       depth_scale: tuple[dict[str, str], str] = ({}, ""),
                       backend_details: dict[str, str] | None = None,
                       expected_frame_ms: float | None = None,
-                      host_threads: int = 1) -> DiagnosticArray:
+                      host_threads: int = 1,
+                      bandwidth: dict[str, float] | None = None) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
     nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
     node by. ``state``, when given, is the lifecycle state and leads the message.
@@ -156,6 +166,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
     ``expected_frame_ms`` (the warm-up) stands for the frame time before one is measured.
     The host figures are the frame's stages but inference (:data:`HOST_STAGES`) and the model
     rate they allow (the host ceiling), computed with ``host_threads`` threads.
+    ``bandwidth``: bytes per second published on each output topic (raw and compressed).
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     now = time.monotonic()
@@ -187,6 +198,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "last error": stats.last_error or "-",
         **depth_scale[0],
         **host_values(stages, host_threads, stats.computed),
+        **bandwidth_values(bandwidth or {}),
     }
     for stage in STAGES + SUB_STAGES:
         s = stages.get(stage)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import array
 
 import numpy as np
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header, String
 
 from ..core.conversions import camera_info_fields, cloud_fields, image_fields
@@ -18,10 +18,11 @@ from ..core.intrinsics import Intrinsics
 # rclpy message classes by the type names of products.OUTPUTS.
 MESSAGE_CLASSES: dict[str, type] = {
     "sensor_msgs/msg/Image": Image, "sensor_msgs/msg/CameraInfo": CameraInfo,
-    "sensor_msgs/msg/PointCloud2": PointCloud2, "std_msgs/msg/String": String}
+    "sensor_msgs/msg/PointCloud2": PointCloud2, "std_msgs/msg/String": String,
+    "sensor_msgs/msg/CompressedImage": CompressedImage}
 
 
-def _set_data(msg: Image | PointCloud2, data: np.ndarray) -> None:
+def _set_data(msg: Image | PointCloud2 | CompressedImage, data: np.ndarray) -> None:
     """Give ``msg`` its ``uint8[] data`` (``data``: a flat, contiguous uint8 array).
 
     rclpy's conversion to the C message (at publish and at serialisation) copies any
@@ -66,3 +67,10 @@ def points_to_cloud(points: np.ndarray, header: Header) -> PointCloud2:
 def string(text: str) -> String:
     """A std_msgs/String."""
     return String(data=text)
+
+
+def compressed_image(fmt: str, data: np.ndarray, header: Header) -> CompressedImage:
+    """A sensor_msgs/CompressedImage (``data``: the flat uint8 payload, ``fmt``: its format)."""
+    msg = CompressedImage(header=header, format=fmt)
+    _set_data(msg, data)
+    return msg

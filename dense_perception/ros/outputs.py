@@ -7,7 +7,9 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
+from ..core.compressed import CompressionConfig
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
+from ..core.timing import ByteRateMeter, StageTimer
 from . import messages
 from .compat import GraphWatch, overridable
 from .messages import MESSAGE_CLASSES
@@ -19,6 +21,13 @@ PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2
 def prefixed(prefix: str, topic: str) -> str:
     """``topic`` under a camera's ``prefix`` (relative, so remappable); as is for no prefix."""
     return f"{prefix}/{topic}" if prefix else topic
+
+
+def payload_bytes(msg: Any) -> int:
+    """A message's size on the wire, near enough: its ``data`` plus its other fields' few
+    hundred bytes at most (headers, CameraInfo's matrices), counted as 0 beside the data."""
+    data = getattr(msg, "data", None)
+    return len(data) if data is not None and not isinstance(data, str) else 0
 
 
 class Outputs:
@@ -40,6 +49,8 @@ class Outputs:
                                        prefixed(prefix, OUTPUTS[key][0]),
                                        **overridable(PUBLISHER_QOS), **watch.publisher_kwargs())
             for key in products if key != "classes"}
+        self.prefix = prefix
+        self.bandwidth: dict[str, ByteRateMeter] = {key: ByteRateMeter() for key in self.pubs}
         self._classes_pub = None
         if not self.pubs:
             raise StartupError("every output is switched off (publish_* parameters) or not "
@@ -55,11 +66,20 @@ class Outputs:
         """The product keys that have at least one subscriber now."""
         return [key for key, pub in self.pubs.items() if pub.get_subscription_count() > 0]
 
-    def publish(self, products: Any, header: Any, depth_encoding: str) -> None:
-        """Publish this frame's products to the outputs that have subscribers."""
+    def publish(self, products: Any, header: Any, depth_encoding: str,
+                compression: CompressionConfig = CompressionConfig(),
+                timer: StageTimer | None = None) -> None:
+        """Publish this frame's products to the outputs that have subscribers (compressed
+        ones are encoded only then, timed as stage ``compress`` on ``timer``)."""
         for key, msg in product_messages(products, self.listened(), header, messages,
-                                         depth_encoding):
+                                         depth_encoding, compression, timer):
             self.pubs[key].publish(msg)
+            self.bandwidth[key].add(payload_bytes(msg))
+
+    def bandwidth_rates(self) -> dict[str, float]:
+        """Bytes per second now published on each topic (relative name) that has published."""
+        return {prefixed(self.prefix, OUTPUTS[key][0]): meter.rate()
+                for key, meter in self.bandwidth.items() if meter.total}
 
     def close(self) -> None:
         for pub in [*self.pubs.values(), self._classes_pub]:

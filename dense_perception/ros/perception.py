@@ -35,6 +35,7 @@ from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
 from ..core.products import request_for
 from ..core.runner import ModelLoadError, resolve_model_path
+from ..core.settings import compression_config
 from ..core.round_robin import RoundRobinSlots
 from ..core.timing import RateMeter
 from ..core.two_stage import LiveTwoStage
@@ -308,7 +309,8 @@ class Perception:
         if not self.active:  # deactivated while this frame was being computed
             return
         with item.pipeline.timer.stage("publish"):
-            channel.outputs.publish(products, header, item.values["depth_encoding"])
+            channel.outputs.publish(products, header, item.values["depth_encoding"],
+                                    compression_config(item.values), item.pipeline.timer)
         stats.record_success(time.monotonic() - item.frame.received)
         stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         stats.frame_id = header.frame_id
@@ -370,7 +372,8 @@ class Perception:
             depth_scale=self._depth_scale_status(channel, values),
             backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
             expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None),
-            host_threads=pipeline.host_threads.threads)
+            host_threads=pipeline.host_threads.threads,
+            bandwidth=channel.outputs.bandwidth_rates())
 
     def _depth_scale_status(self, channel: CameraChannel,
                             values: dict[str, Any]) -> tuple[dict[str, str], str]:
