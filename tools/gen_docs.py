@@ -28,7 +28,9 @@ config YAML or with `-p name:=value`, then the node restarted (a lifecycle node 
 while unconfigured: see [Lifecycle](diagnostics-and-failure-behaviour.md#lifecycle)). The
 "offline" column is the flag of `dense-perception process` (see
 [Offline processing](offline-and-fleet.md)); "node only" settings concern topics, QoS or the
-lifecycle, which a recording does not have.
+lifecycle, which a recording does not have; "not in the reuse key" marks a flag that cannot
+change an output's bytes, so a fleet run does not redo finished outputs for it (every other
+flag is in the key: see [Offline processing](offline-and-fleet.md)).
 
 | name | type | default | allowed | unit | runtime | offline | what it does |
 |---|---|---|---|---|---|---|---|
@@ -56,6 +58,8 @@ def render() -> str:
     rows = []
     for spec in PARAMS:
         offline = f"`{spec.offline}`" if spec.offline else "node only"
+        if spec.offline and not spec.affects_output:
+            offline += " (not in the reuse key)"
         if spec.name == "depth_encoding":
             offline = "`--depth-format` (npy = 32FC1, png16 = 16UC1)"
         description = spec.description.replace("|", "\\|")

@@ -43,6 +43,10 @@ class ParamSpec:
     # are generated from this table (offline/settings_args.py) but for --model and
     # --depth-format (npy/png16 for 32FC1/16UC1), which the command line writes out itself.
     offline: str | None = None
+    # Whether the setting can change an output's bytes: the fleet's reuse key
+    # (offline/fleet.py) is every offline setting marked so. True unless a setting is shown
+    # not to, so a new setting is in the key until someone says otherwise.
+    affects_output: bool = True
 
     def problem(self, value: Any, syntax: Syntax = NODE) -> str | None:
         """Why ``value`` is not allowed, or None (the setting named in ``syntax``)."""
@@ -106,11 +110,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gpu_timeout", DEFAULT_TIMEOUT_S, "Seconds one GPU inference may take (real "
               "models: milliseconds to tenths of a second); past it the GPU worker process is "
               "killed and restarted, and that frame fails.", low=0.1, high=3600.0,
-              unit="s", offline="--gpu-timeout"),
+              unit="s", offline="--gpu-timeout", affects_output=False),
     ParamSpec("gpu_max_restarts", DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
               "timeout or a crash) with no good inference between them; one more and the node "
               "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000,
-              offline="--gpu-max-restarts"),
+              offline="--gpu-max-restarts", affects_output=False),
     ParamSpec("npu_vendor", "auto", "backend npu: the LiteRT vendor plugin: intel_openvino "
               "(Intel Core Ultra NPUs through OpenVINO), qualcomm (Hexagon HTP through QNN) or "
               "auto (intel_openvino on x86_64, qualcomm on aarch64).", choices=NPU_VENDORS,
@@ -122,15 +126,15 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("npu_cache_dir", "", "backend npu: folder of compiled models (keyed by model "
               "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
               "dense_perception/npu; 'off' = compile at every start.",
-              offline="--npu-cache-dir"),
+              offline="--npu-cache-dir", affects_output=False),
     ParamSpec("npu_library_dir", "", "backend npu, qualcomm: folder with LiteRT's Qualcomm "
               "dispatch library (libLiteRtDispatch_Qualcomm.so), optionally its compiler "
               "plugin, and Qualcomm's QNN libraries (libQnn*.so); no ai-edge-litert wheel has "
               "them. Unused for intel_openvino.",
-              offline="--npu-library-dir"),
+              offline="--npu-library-dir", affects_output=False),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256,
-              offline="--threads"),
+              offline="--threads", affects_output=False),
     ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "
               "(ARMv8.2+, e.g. Pi 5), 'fp32', or 'auto' (fp16 if the CPU has it and the model "
               "passes an fp16-vs-fp32 check at load, else fp32; the log says which).",
@@ -219,7 +223,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               "view beside the cloud; the segmentation argmax and confidence split by class "
               "between at most two); 0 = auto: the cores this process may use, at most 4.",
               low=0, high=64,
-              offline="--host-threads"),
+              offline="--host-threads", affects_output=False),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
               low=0.05, high=3600.0,
               unit="s"),
