@@ -194,7 +194,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "keep all. DA3 (a file with its confidence output): the quantile of the frame's "
               "confidence under which points are dropped (0.4 = the official DA3 export's 40th "
               "percentile). TIPSv2: the top-class segmentation probability under which points "
-              "are dropped. No effect on a DA3 file without confidence.", low=0.0, high=1.0,
+              "are dropped. A DA3 file without confidence has nothing to filter: the default "
+              "is said once at INFO, another value is a WARN at start and refused at runtime.", low=0.0, high=1.0,
               runtime=True,
               offline="--points-min-confidence"),
     ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored "
@@ -256,3 +257,9 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 PARAMS_BY_NAME = {p.name: p for p in PARAMS}
+
+
+def default_confidence(values: dict[str, Any]) -> bool:
+    """Whether ``points_min_confidence`` is the table's default (not a user's request), so
+    a model without confidence has nothing to filter rather than a request it cannot meet."""
+    return values["points_min_confidence"] == PARAMS_BY_NAME["points_min_confidence"].default

@@ -28,7 +28,7 @@ from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to
 from ..core.frame_slot import FrameSlot
 from ..core.metric_scale import fixed_scale_report, reference_to_metres, scale_diagnostics
 from ..core.models import ModelSignatureError
-from ..core.parameters import PARAMS, camera_heights_for, camera_names
+from ..core.parameters import PARAMS, camera_heights_for, camera_names, default_confidence
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
 from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
@@ -137,8 +137,10 @@ class Perception:
             f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
             f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}"
             + (f"; cameras: {', '.join(names)}" if names else ""))
-        if self.pipeline.confidence_note():
-            node.get_logger().warning(self.pipeline.confidence_note())
+        note = self.pipeline.confidence_note()
+        if note:  # asked for by the user: WARN; the default on a file without it: nothing to do
+            log = node.get_logger()
+            (log.info if default_confidence(values) else log.warning)(note)
 
     # ---- state ---------------------------------------------------------------------------------
     def activate(self) -> None:
@@ -407,8 +409,13 @@ class ParameterHandling:
                 else self.perception.state or "inactive"
         if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
             return check_changes(self.current_values(), params, lifecycle_state=state)
-        return check_changes(self.perception.values, params,
-                             self.perception.spec.metric_depth, state)
+        result = check_changes(self.perception.values, params,
+                               self.perception.spec.metric_depth, state)
+        confidence = changed_values(params).get("points_min_confidence")
+        note = self.perception.pipeline.confidence_note(confidence) \
+            if result.successful and confidence is not None else ""
+        # a filter the model cannot apply is refused, never accepted and ignored
+        return SetParametersResult(successful=False, reason=note) if note else result
 
     def _apply_parameters(self, params: list) -> None:
         changes = changed_values(params)
