@@ -296,3 +296,60 @@ def test_empty_camera_list_is_the_single_camera(tmp_path):
                 node.destroy_node()
         finally:
             rclpy.shutdown(context=context)
+
+
+def test_camera_heights_are_set_at_runtime_and_camera_height_is_refused_while_set(
+        harness_factory):
+    """With camera_heights set, a change of camera_height would be ignored: it is refused with
+    the reason. camera_heights itself is runtime: each camera's ground-plane filter takes its
+    new height from the next frame (depth = true depth x its height / the scene's height)."""
+    from rclpy.parameter import Parameter
+    from tools.metric_scene import FORWARD, paint
+
+    from dense_perception.core.conversions import image_msg_to_array
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "cameras": list(CAMERAS),
+                         "camera_heights": [0.45, 0.60], "depth_scale_source": "ground_plane"},
+                        subscribe=())
+    result = h.node.set_parameters([Parameter("camera_height", value=2.4)])[0]
+    assert not result.successful
+    assert "camera_height is not used while camera_heights is set" in result.reason
+    assert h.node.get_parameter("camera_height").value == 0.0
+    result = h.node.set_parameters([Parameter("camera_heights", value=[0.9])])[0]
+    assert not result.successful and "1 values for 2 cameras" in result.reason
+
+    rec = Recorder(h.client, {f"{c}/depth/image": Image for c in CAMERAS})
+    z, _ = FORWARD.depth_and_surface()
+    frame = paint(z / 0.75)
+    info = camera_info(frame.shape[1], frame.shape[0], fx=FORWARD.fx)
+    drivers = {c: ScenePlayer(rclpy.create_node(f"driver_{c}", namespace=f"/{c}",
+                                                context=h.context), reliable=True)
+               for c in CAMERAS}
+    wait_cameras_subscribed(drivers)
+
+    def depth_of_each_camera(sec):
+        for index, camera in enumerate(CAMERAS):
+            header = drivers[camera].header(frame_id=CAMERAS[camera]["frame_id"], sec=sec)
+            info.header = header
+            channel = h.perception.channels[index]
+
+            def held(c=channel, pub=drivers[camera].info_pub) -> bool:
+                pub.publish(info)  # again until held (the node may re-subscribe meanwhile)
+                return len(c.camera_infos) > 0
+            wait_until(held, 10, f"{camera}'s CameraInfo")
+            drivers[camera].publish_frame(frame, header)
+        found = {}
+        for camera in CAMERAS:
+            wait_until(lambda c=camera: any(m.header.stamp.sec == sec
+                                            for m in rec.get(f"{c}/depth/image")), 30,
+                       f"{camera}'s depth of frame {sec}")
+            msg = next(m for m in rec.get(f"{camera}/depth/image") if m.header.stamp.sec == sec)
+            found[camera] = image_msg_to_array(msg)
+        return found
+
+    for sec, heights in ((10, [0.45, 0.60]), (20, [0.9, 1.5])):
+        if sec == 20:
+            result = h.node.set_parameters([Parameter("camera_heights", value=heights)])[0]
+            assert result.successful, result.reason
+        for camera, depth in depth_of_each_camera(sec).items():
+            expected = z * dict(zip(CAMERAS, heights))[camera] / FORWARD.height
+            assert np.abs(depth / expected - 1).max() < 0.03, (camera, sec)

@@ -81,14 +81,42 @@ def camera_names_problem(value: list[str]) -> str | None:
     return None
 
 
+def per_camera_heights(values: dict[str, Any]) -> bool:
+    """Whether ``camera_heights`` is set (then ``camera_height`` is not used)."""
+    heights = list(values["camera_heights"])
+    return bool(heights) and heights != [0.0]
+
+
 def camera_heights_for(values: dict[str, Any]) -> list[float]:
     """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
     camera of ``cameras`` (one for the single default camera)."""
     count = max(1, len(camera_names(values["cameras"])))
-    heights = list(values["camera_heights"])
-    if not heights or heights == [0.0]:
+    if not per_camera_heights(values):
         return [values["camera_height"]] * count
-    return heights
+    return list(values["camera_heights"])
+
+
+def camera_heights_problem(values: dict[str, Any]) -> str | None:
+    """Why ``camera_heights`` does not give one height per camera (None: it does)."""
+    names = camera_names(values["cameras"])
+    heights = camera_heights_for(values)
+    if len(heights) != max(1, len(names)):
+        return (f"camera_heights has {len(heights)} values for {len(names) or 1} "
+                f"camera{'s' if len(names) != 1 else ''}; give one per camera, in the order of "
+                "cameras (or [] to use camera_height for all)")
+    return None
+
+
+def ignored_camera_height(values: dict[str, Any], changes: dict[str, Any]) -> str | None:
+    """Why changing ``camera_height`` would be ignored (None: it would not): while
+    ``camera_heights`` is set each camera uses its own entry, so the change is refused."""
+    merged = {**values, **changes}
+    if "camera_height" not in changes or not per_camera_heights(merged):
+        return None
+    return (f"camera_height is not used while camera_heights is set "
+            f"({list(merged['camera_heights'])}): set camera_heights (one height per camera, "
+            "in the order of cameras) instead, or set camera_heights to [0.0] with it to use "
+            "camera_height for every camera")
 
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -163,8 +191,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               unit="m", offline="--camera-height"),
     ParamSpec("camera_heights", [0.0], "Per camera (cameras): the height (m) of each camera's "
               "optical centre above the floor, in the order of cameras, for "
-              "depth_scale_source: ground_plane; [] or [0.0] = camera_height for every camera.",
-              unit="m"),
+              "depth_scale_source: ground_plane; [] or [0.0] = camera_height for every camera. "
+              "While it is set, a change of camera_height is refused (it would be ignored).",
+              runtime=True, unit="m"),
     ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
               "filter that smooths the estimated scale; a scene change larger than the noise "
               "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True,

@@ -17,7 +17,9 @@ from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
 from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
-from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for  # noqa: F401
+from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec,  # noqa: F401
+                                camera_heights_for, camera_heights_problem,
+                                ignored_camera_height)
 from ..core.settings import pipeline_config, scale_config  # noqa: F401 (the node's)
 from .compat import parameter_descriptor
 
@@ -130,8 +132,11 @@ def check_changes(current: dict[str, Any], params: list, metric_depth: bool | No
             return SetParametersResult(successful=False, reason=problem)
     if changes:
         values = {**current, **changes}
-        problem = pipeline_config(values).problem() or (
-            None if metric_depth is None else depth_units_problem(metric_depth, values))
+        # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
+        problem = ignored_camera_height(current, changes) or \
+            pipeline_config(values).problem() or (
+            None if metric_depth is None else camera_heights_problem(values)
+            or depth_units_problem(metric_depth, values))
         if problem:
             return SetParametersResult(successful=False, reason=problem)
     return SetParametersResult(successful=True)

@@ -28,7 +28,8 @@ from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to
 from ..core.frame_slot import FrameSlot
 from ..core.metric_scale import fixed_scale_report, reference_to_metres, scale_diagnostics
 from ..core.models import ModelSignatureError
-from ..core.parameters import PARAMS, camera_heights_for, camera_names, default_confidence
+from ..core.parameters import (PARAMS, camera_heights_for, camera_heights_problem,
+                               camera_names, default_confidence)
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
 from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
@@ -96,10 +97,8 @@ class Perception:
         self.spec = self.pipeline.spec
         names = camera_names(values["cameras"])
         heights = camera_heights_for(values)
-        if len(heights) != max(1, len(names)):
-            raise StartupError(f"camera_heights has {len(heights)} values for {len(names)} "
-                               "cameras; give one per camera, in the order of cameras (or [] "
-                               "to use camera_height for all)")
+        if camera_heights_problem(values):
+            raise StartupError(camera_heights_problem(values))
         problem = depth_units_problem(self.spec.metric_depth, values)  # every camera's
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
