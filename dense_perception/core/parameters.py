@@ -220,8 +220,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               low=0.0, high=1e6, runtime=True,
               unit="m", offline="--max-depth"),
     ParamSpec("points_min_confidence", 0.1, "Drop the least confident points, in [0, 1]; 0 = "
-              "keep all. DA3 (a file with its confidence output): the quantile of the frame's "
-              "confidence under which points are dropped (0.4 = the official DA3 export's 40th "
+              "keep all. DA3 (a file with its confidence output): the quantile of the cloud's "
+              "confidence (its points after max_depth and points_stride) under which points "
+              "are dropped (0.4 = the official DA3 export's 40th "
               "percentile). TIPSv2: the top-class segmentation probability under which points "
               "are dropped. A DA3 file without confidence has nothing to filter: the default "
               "is said once at INFO, another value is a WARN at start and refused at runtime.", low=0.0, high=1.0,

@@ -410,7 +410,8 @@ class DensePipeline:
         else:
             confidence = self._unfit_confidence(raw.point_confidence, raw.plan, unseen)
         return confident_pixels(confidence, self.config.points_min_confidence,
-                                raw.confidence_meaning, self.config.points_stride)
+                                raw.confidence_meaning, self.config.points_stride,
+                                products.depth, self.config.max_depth or float("inf"))
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
                reference: np.ndarray | None) -> ScaleReport:
