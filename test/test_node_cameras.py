@@ -17,6 +17,7 @@ import rclpy  # noqa: E402
 from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
+from support.slow_runner import SlowRunner  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 
 from dense_perception.core.parameters import PARAMS_BY_NAME  # noqa: E402
@@ -29,21 +30,6 @@ CAMERAS = {
     "front": dict(size=(640, 360), fx=400.0, frame_id="front_optical_frame"),
     "rear": dict(size=(480, 360), fx=300.0, frame_id="rear_optical_frame"),
 }
-
-
-class SlowRunner:
-    """Wraps the node's runner: each inference takes ``delay`` s more (the model becomes the
-    bottleneck on any machine)."""
-
-    def __init__(self, inner, delay: float) -> None:
-        self.inner, self.delay = inner, delay
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def run(self):
-        time.sleep(self.delay)
-        return self.inner.run()
 
 
 class Recorder:
@@ -256,6 +242,8 @@ def test_two_cameras_yaml_gives_each_camera_its_own_metric_scale(harness_factory
     ({"cameras": ["front", "rear"], "camera_heights": [1.0]}, "camera_heights has 1 values"),
     ({"cameras": ["front", "rear"], "camera_heights": [1.0, 0.0]}, "needs camera_height"),
     ({"cameras": ["front", "front"]}, "listed twice"),
+    # the shared model's status is '<node>: model': a camera of that name would share it
+    ({"cameras": ["front", "model"]}, "'model' is the name of the shared model's diagnostics"),
 ])
 def test_startup_refuses_bad_camera_settings(params, expected):
     """One line saying what is wrong (StartupError) for a camera list the node cannot run."""
@@ -353,3 +341,44 @@ def test_camera_heights_are_set_at_runtime_and_camera_height_is_refused_while_se
         for camera, depth in depth_of_each_camera(sec).items():
             expected = z * dict(zip(CAMERAS, heights))[camera] / FORWARD.height
             assert np.abs(depth / expected - 1).max() < 0.03, (camera, sec)
+
+
+@pytest.mark.timeout(120)
+def test_a_healthy_ring_of_cameras_is_not_a_stall(harness_factory):
+    """Eight cameras on one model of 0.3 s a frame, every camera served in turn: a camera's
+    output comes every ~8 model frame times, which is its turn in the round robin, not a stall
+    (the model's own 5 frame times would call it one). No status says stalled while every
+    camera keeps getting outputs."""
+    names = [f"cam{i}" for i in range(8)]
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "cameras": names,
+                         "diagnostics_period": 0.2},
+                        runner_hook=lambda r: SlowRunner(r, delay=0.3),
+                        subscribe=("/diagnostics",))
+    rec = Recorder(h.client, {f"{c}/depth/image": Image for c in names})
+    frame = np.full((48, 64, 3), 120, np.uint8)
+    players = {c: ScenePlayer(rclpy.create_node(f"driver_{c}", namespace=f"/{c}",
+                                                context=h.context),
+                              fps=5.0, frame=frame, size=(64, 48), info=camera_info(64, 48))
+               for c in names}
+    wait_cameras_subscribed(players)
+    for player in players.values():
+        player.start()
+    node = h.node.get_fully_qualified_name()
+    try:
+        wait_until(lambda: all(rec.count(f"{c}/depth/image") >= 1 for c in names), 60,
+                   "an output from every camera")
+        start = {c: rec.count(f"{c}/depth/image") for c in names}
+        seen = len(h.received["/diagnostics"])
+        # three turns of the ring for every camera
+        wait_until(lambda: all(rec.count(f"{c}/depth/image") >= start[c] + 3 for c in names),
+                   60, "three more outputs from every camera")
+    finally:
+        for player in players.values():
+            player.stop()
+    statuses = [decode_status(s) for m in list(h.received["/diagnostics"])[seen:]
+                for s in m.status if s.name.startswith(f"{node}: cam")]
+    assert len(statuses) >= 8 * 20  # about 8 s of 0.2 s periods, each camera
+    stalled = [(level, message) for level, message, _ in statuses if "stalled" in message]
+    assert not stalled, f"{len(stalled)} of {len(statuses)}: {stalled[:3]}"
+    assert all(level == 0 for level, _, _ in statuses), \
+        {message for level, message, _ in statuses if level}

@@ -24,6 +24,7 @@ from .products import DEPTH_ENCODINGS
 from .setting_names import NODE, Syntax
 
 INPUT_QOS = ("auto", "sensor_data", "reliable")
+MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)
 CAMERA_INFO_QOS = ("auto", "sensor_data", "reliable", "transient_local")
 
 
@@ -78,6 +79,9 @@ def camera_names_problem(value: list[str]) -> str | None:
                     "starting with a letter)")
     if len(set(names)) != len(names):
         return f"cameras: a name is listed twice in {names}"
+    if MODEL_STATUS in names:
+        return (f"cameras: '{MODEL_STATUS}' is the name of the shared model's diagnostics "
+                f"status (<node>: {MODEL_STATUS}); call that camera otherwise")
     return None
 
 

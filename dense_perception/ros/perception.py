@@ -28,8 +28,8 @@ from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to
 from ..core.frame_slot import FrameSlot
 from ..core.metric_scale import fixed_scale_report, reference_to_metres, scale_diagnostics
 from ..core.models import ModelSignatureError
-from ..core.parameters import (PARAMS, camera_heights_for, camera_heights_problem,
-                               camera_names, default_confidence)
+from ..core.parameters import (MODEL_STATUS, PARAMS, camera_heights_for,
+                               camera_heights_problem, camera_names, default_confidence)
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
 from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
@@ -333,20 +333,23 @@ class Perception:
         # subscription count has caught up, and then no later event corrects the camera
         # subscription. Looking again every diagnostics period bounds that to one period.
         self.on_graph_change()
-        arrays = [self._camera_diagnostics(channel, values, pipeline)
+        # The cameras taking turns on the model now (those with a frame waiting for output):
+        # each one's turn comes after all of theirs, so its frame time is that many.
+        turns = sum(channel.stats.waiting_since is not None for channel in self.channels)
+        arrays = [self._camera_diagnostics(channel, values, pipeline, turns)
                   for channel in self.channels]
         array = arrays[0]
         array.status = [status for a in arrays for status in a.status]
         if len(self.channels) > 1:
             array.status.append(model_status(
-                f"{self._node.get_fully_qualified_name()}: model",
+                f"{self._node.get_fully_qualified_name()}: {MODEL_STATUS}",
                 backend=pipeline.runner.description, model=self.model_name,
                 stages=pipeline.timer.stats(),
                 seconds={channel.name: channel.model_s for channel in self.channels}))
         self._diag_pub.publish(array)
 
     def _camera_diagnostics(self, channel: CameraChannel, values: dict[str, Any],
-                            pipeline: DensePipeline) -> DiagnosticArray:
+                            pipeline: DensePipeline, turns: int = 1) -> DiagnosticArray:
         """One camera's status (named ``<node>: <camera>`` when there are several)."""
         name = self._node.get_fully_qualified_name()
         several = len(self.channels) > 1
@@ -364,7 +367,7 @@ class Perception:
             depth_scale=self._depth_scale_status(channel, values),
             backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
             expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None),
-            host_threads=pipeline.host_threads.threads)
+            host_threads=pipeline.host_threads.threads, turns=turns)
 
     def _depth_scale_status(self, channel: CameraChannel,
                             values: dict[str, Any]) -> tuple[dict[str, str], str]:
