@@ -266,30 +266,14 @@ def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
     assert depth_frames(final) == 2
 
 
-def _other_value(spec):
-    """A valid value of setting ``spec`` other than its default, as command-line words."""
-    from dense_perception.offline.settings_args import DEPTH_FORMATS
-    flag = spec.offline
-    if spec.name == "depth_encoding":  # --depth-format npy|png16
-        other = next(v for k, v in DEPTH_FORMATS.items() if k != spec.default)
-        return [flag, other]
-    if isinstance(spec.default, bool):
-        return [flag if not spec.default else "--no-" + flag[2:]]
-    if spec.choices:
-        return [flag, next(c for c in spec.choices if c != spec.default)]
-    if isinstance(spec.default, (int, float)):
-        value = spec.default + 1 if spec.high is None or spec.default + 1 <= spec.high \
-            else spec.default - 1
-        return [flag, str(type(spec.default)(value))]
-    return [flag, "elsewhere"]
-
-
 @pytest.mark.timeout(60)
 def test_reuse_key_has_every_setting_that_changes_outputs(tmp_path):
     """Every offline setting of the table marked ``affects_output`` changes the reuse key when
     set to another value (so a new setting cannot be forgotten), the precisions among them
     (a re-run in fp32 to get away from an fp16 overflow is redone); one marked otherwise
     (e.g. --threads) does not."""
+    from support.setting_values import flag_words, other_value
+
     from dense_perception.core.parameters import PARAMS
     from dense_perception.offline import fleet
     model = tmp_path / "m.tflite"
@@ -304,7 +288,7 @@ def test_reuse_key_has_every_setting_that_changes_outputs(tmp_path):
     assert {"gpu_precision", "cpu_precision", "backend"} <= \
         {s.name for s in marked if s.affects_output}
     for spec in marked:
-        changed = key(*_other_value(spec))
+        changed = key(*flag_words(spec, other_value(spec)))
         if spec.affects_output:
             assert changed != base, f"{spec.offline} is not in the reuse key"
         else:

@@ -5,7 +5,6 @@ prefix with its own stamps, frame_id and intrinsics, and the cameras share the m
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
 
 import numpy as np

@@ -376,7 +376,11 @@ class Perception:
             return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
                                                         values["depth_scale_source"],
                                                         values["relative_depth_scale"]))
-        return scale_diagnostics(channel.scaler.last)
+        values, warning = scale_diagnostics(channel.scaler.last)
+        config = channel.scaler.config  # the settings in force: the next frame's
+        values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max age "
+                                        f"{config.max_age:g} s")
+        return values, warning
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
         """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
