@@ -209,3 +209,30 @@ def test_restart_only_settings_are_refused_with_a_reason(harness_factory):
         ok, reason = params.set(spec.name, other_value(spec))
         assert not ok and spec.name in reason, (spec.name, reason)
         assert h.node.get_parameter(spec.name).value == before
+
+
+@pytest.mark.parametrize("model", ["da3", "tipsv2"])
+def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_reason(
+        harness_factory, model):
+    """Accepted, it would be ignored: DA3 with depth_scale_source none reads no estimated-scale
+    setting, and a metric model (TIPSv2) reads no scale setting at all. Setting the value it
+    already has changes nothing and is accepted (``ros2 param load`` of the same YAML)."""
+    from support.common import TIPS_TEST_MODEL
+
+    from dense_perception.core.parameters import PARAMS_BY_NAME
+    from dense_perception.ros.parameters import SCALE_READERS
+    path = DA3_TEST_MODEL if model == "da3" else TIPS_TEST_MODEL
+    params = Params(harness_factory({"model_path": path}, subscribe=()))  # source: none
+    for name, readers in SCALE_READERS.items():
+        spec = PARAMS_BY_NAME[name]
+        assert spec.runtime
+        ok, reason = params.set(name, other_value(spec))
+        if model == "tipsv2":
+            assert not ok and "this model's depth is metric" in reason, (name, reason)
+        elif "none" in readers:
+            assert ok, (name, reason)
+        else:
+            assert not ok and reason.startswith(
+                f"{name} has no effect with depth_scale_source none"), (name, reason)
+            assert " and ".join(readers) in reason
+        assert params.set(name, spec.default) == (True, ""), name

@@ -25,7 +25,10 @@ comments. "runtime" ones can change with `ros2 param set` (checked in the on-set
 applied in the post-set one); the others are declared read-only (`ros2 param describe` shows
 it, `ros2 param set` is refused with "Trying to set a read-only parameter") and are set in the
 config YAML or with `-p name:=value`, then the node restarted (a lifecycle node takes them
-while unconfigured: see [Lifecycle](diagnostics-and-failure-behaviour.md#lifecycle)). The
+while unconfigured: see [Lifecycle](diagnostics-and-failure-behaviour.md#lifecycle)). A runtime
+change the node would ignore is refused with the reason, never accepted: a scale setting that
+the model (metric) or the `depth_scale_source` in use does not read, `camera_height` while
+`camera_heights` is set, a nonzero `points_min_confidence` on a DA3 file without confidence. The
 "offline" column is the flag of `dense-perception process` (see
 [Offline processing](offline-and-fleet.md)); "node only" settings concern topics, QoS or the
 lifecycle, which a recording does not have; "not in the reuse key" marks a flag that cannot

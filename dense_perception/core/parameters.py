@@ -115,8 +115,9 @@ def ignored_camera_height(values: dict[str, Any], changes: dict[str, Any]) -> st
     """Why changing ``camera_height`` would be ignored (None: it would not): while
     ``camera_heights`` is set each camera uses its own entry, so the change is refused."""
     merged = {**values, **changes}
-    if "camera_height" not in changes or not per_camera_heights(merged):
-        return None
+    if changes.get("camera_height", values["camera_height"]) == values["camera_height"] \
+            or not per_camera_heights(merged):
+        return None  # not changed, or used
     return (f"camera_height is not used while camera_heights is set "
             f"({list(merged['camera_heights'])}): set camera_heights (one height per camera, "
             "in the order of cameras) instead, or set camera_heights to [0.0] with it to use "

@@ -191,8 +191,8 @@ class Perception:
             old = self.pipeline
             self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(self.values),
                                           old.timer, old.host_threads)
-        self._node.get_logger().info("parameters changed: " + ", ".join(
-            f"{k}={v}" for k, v in changes.items()))
+        self._node.get_logger().info("parameters changed: " + ", ".join(  # arrays as lists
+            f"{k}={list(v) if hasattr(v, 'typecode') else v}" for k, v in changes.items()))
 
     @property
     def frames_dropped(self) -> int:

@@ -15,10 +15,11 @@ def other_value(spec: ParamSpec) -> Any:
     if spec.choices:
         return next(c for c in spec.choices if c != spec.default)
     if isinstance(spec.default, (int, float)):
-        value = spec.default + 1
-        if spec.high is not None and value > spec.high:
-            value = spec.default - 1
-        return type(spec.default)(value)
+        kind, low, high = type(spec.default), spec.low, spec.high
+        candidates = [spec.default + 1, spec.default - 1]
+        candidates += [(spec.default + bound) / 2 for bound in (high, low) if bound is not None]
+        return next(kind(v) for v in candidates if kind(v) != spec.default
+                    and (low is None or kind(v) >= low) and (high is None or kind(v) <= high))
     if isinstance(spec.default, list):
         return ["front", "rear"] if spec.name == "cameras" else [1.0]
     return "elsewhere"
