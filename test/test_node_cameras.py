@@ -301,6 +301,8 @@ def test_camera_heights_are_set_at_runtime_and_camera_height_is_refused_while_se
     assert not result.successful
     assert "camera_height is not used while camera_heights is set" in result.reason
     assert h.node.get_parameter("camera_height").value == 0.0
+    # its own value again changes nothing: accepted (ros2 param load of the same YAML)
+    assert h.node.set_parameters([Parameter("camera_height", value=0.0)])[0].successful
     result = h.node.set_parameters([Parameter("camera_heights", value=[0.9])])[0]
     assert not result.successful and "1 values for 2 cameras" in result.reason
 

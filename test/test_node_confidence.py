@@ -113,5 +113,7 @@ def test_points_min_confidence_on_a_file_without_confidence_is_refused_at_runtim
     result = h.node.set_parameters([Parameter("points_min_confidence", value=0.3)])[0]
     assert not result.successful and "has no confidence output" in result.reason
     assert h.node.get_parameter("points_min_confidence").value == 0.1
+    # its own value again changes nothing and is accepted (ros2 param load of the same YAML)
+    assert h.node.set_parameters([Parameter("points_min_confidence", value=0.1)])[0].successful
     assert h.node.set_parameters([Parameter("points_min_confidence", value=0.0)])[0].successful
     assert h.perception.values["points_min_confidence"] == 0.0

@@ -418,9 +418,11 @@ class ParameterHandling:
         result = check_changes(self.perception.values, params,
                                self.perception.spec.metric_depth, state)
         confidence = changed_values(params).get("points_min_confidence")
-        note = self.perception.pipeline.confidence_note(confidence) \
-            if result.successful and confidence is not None else ""
-        # a filter the model cannot apply is refused, never accepted and ignored
+        note = self.perception.pipeline.confidence_note(confidence) if result.successful \
+            and confidence not in (None, self.perception.values["points_min_confidence"]) \
+            else ""
+        # a filter the model cannot apply is refused, never accepted and ignored (its own
+        # value again changes nothing: accepted, as ros2 param load of the same YAML does)
         return SetParametersResult(successful=False, reason=note) if note else result
 
     def _apply_parameters(self, params: list) -> None:
