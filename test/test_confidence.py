@@ -221,3 +221,36 @@ def test_tipsv2_drops_points_whose_top_class_probability_is_under_it():
                                                    points_organized=True))
     points = keep_all.process(frame, "rgb8", request=request_for(["points"])).points
     assert np.isfinite(points["z"]).all()
+
+
+@pytest.mark.parametrize("far_blue,near_blue", [((40, 100), (120, 255)),
+                                                ((200, 255), (40, 180))])
+def test_da3_quantile_is_over_the_clouds_own_points_after_max_depth(far_blue, near_blue):
+    """max_depth removes the far three quarters of the frame first; points_min_confidence 0.4
+    then drops 40 % of the cloud that is left (the quantile counted out here over the cloud's
+    pixels), not 0 % or 100 % of it as a quantile over the whole frame would."""
+    q, max_depth = 0.4, 3.0
+    frame = painted(200, 0)
+    frame[3 * H // 4:, :, 0] = 20  # the bottom quarter near, the rest far
+    far, near = frame[..., 0] == 200, frame[..., 0] == 20
+    rows = np.arange(H)[:, None] * np.ones((1, W))
+    cols = np.ones((H, 1)) * np.arange(W)[None, :]
+    # confidence rising down each part (0..1 within it), with a little texture across
+    ramp = np.where(near, rows - 3 * H // 4, rows) / np.where(near, H // 4, 3 * H // 4)
+    ramp = np.clip(0.95 * ramp + 0.05 * (cols * 7 % 61) / 60, 0, 1)
+    frame[..., 2] = np.where(far, far_blue[0] + (far_blue[1] - far_blue[0]) * ramp,
+                             near_blue[0] + (near_blue[1] - near_blue[0]) * ramp).astype(np.uint8)
+    truth_depth = da3_depth_of(frame.astype(float))
+    cloud = truth_depth <= max_depth
+    assert cloud.mean() == pytest.approx(0.25, abs=0.01)  # the scene as described
+    conf = da3_confidence_of(frame.astype(float))
+    ranked = np.sort(conf[cloud])
+    threshold = ranked[int(q * (ranked.size - 1))]
+    expected = cloud & (conf < threshold * (1 - 1e-6))
+    products = pipeline(DA3_CONFIDENCE_TEST_MODEL, points_min_confidence=q,
+                        points_organized=True, points_stride=1, max_depth=max_depth).process(
+        frame, "rgb8", request=request_for(["points"]))
+    dropped = ~np.isfinite(products.points["z"]).reshape(H, W)
+    assert dropped[~cloud].all()  # beyond max_depth
+    assert dropped[cloud].mean() == pytest.approx(q, abs=0.015)  # ties at the threshold stay
+    assert (dropped[cloud] == expected[cloud]).mean() > 0.999

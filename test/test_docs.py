@@ -138,3 +138,13 @@ def test_every_make_target_and_launch_argument_in_the_docs_exists():
     for page, line in launches:
         for name in re.findall(r"(?:^|\s)([a-z_]+):=", line):
             assert name in declared, f"{page}: launch argument {name} is not declared"
+
+
+def test_models_readme_names_every_backend_the_node_has():
+    """models/README.md says which backends the node has: all of them (npu included)."""
+    from dense_perception.core.runner_base import BACKENDS
+    text = (REPO / "models" / "README.md").read_text()
+    said = re.search(r"The node's backends are ([^.]*)", text)
+    assert said, "models/README.md does not say which backends the node has"
+    assert set(re.findall(r"`(\w+)`", said.group(1))) == set(BACKENDS)
+    assert "only `gpu`/`cpu`/`auto`" not in text

@@ -264,3 +264,52 @@ def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
     assert final.stat().st_ino == inode  # the first attempt's output stayed
     assert sorted(p.name for p in out.iterdir()) == [final.name]  # no partial, nothing aside
     assert depth_frames(final) == 2
+
+
+@pytest.mark.timeout(60)
+def test_reuse_key_has_every_setting_that_changes_outputs(tmp_path):
+    """Every offline setting of the table marked ``affects_output`` changes the reuse key when
+    set to another value (so a new setting cannot be forgotten), the precisions among them
+    (a re-run in fp32 to get away from an fp16 overflow is redone); one marked otherwise
+    (e.g. --threads) does not."""
+    from support.setting_values import flag_words, other_value
+
+    from dense_perception.core.parameters import PARAMS
+    from dense_perception.offline import fleet
+    model = tmp_path / "m.tflite"
+    model.write_bytes(b"not a model: the key hashes the bytes")
+
+    def key(*words):
+        args = cli.build_parser().parse_args(["process", "in", "--model", str(model), *words])
+        return fleet.job_key(args, str(model), ["depth"])
+
+    base = key()
+    marked = [s for s in PARAMS if s.offline and s.name != "model_path"]
+    assert {"gpu_precision", "cpu_precision", "backend"} <= \
+        {s.name for s in marked if s.affects_output}
+    for spec in marked:
+        changed = key(*flag_words(spec, other_value(spec)))
+        if spec.affects_output:
+            assert changed != base, f"{spec.offline} is not in the reuse key"
+        else:
+            assert changed == base, f"{spec.offline} redoes outputs it cannot change"
+    # The model file is keyed by its bytes: the same bytes elsewhere are the same job.
+    copy = tmp_path / "copy.tflite"
+    copy.write_bytes(model.read_bytes())
+    args = cli.build_parser().parse_args(["process", "in", "--model", str(copy)])
+    assert fleet.job_key(args, str(copy), ["depth"]) == base
+
+
+@pytest.mark.timeout(120)
+def test_an_output_folder_inside_an_input_is_not_part_of_it(tmp_path):
+    """``process nest/p1 nest/p2 --out nest/p1/dense``: what the first run writes inside p1 is
+    not p1, so the second run skips both inputs as complete."""
+    p1 = write_bag(tmp_path / "nest" / "p1", "mcap", frames=1)
+    p2 = write_bag(tmp_path / "nest" / "p2", "mcap", frames=1)
+    out = p1 / "dense"
+    statuses = []
+    for _ in range(2):
+        assert process(p1, p2, "--out", out) == 0
+        by_name, _ = rows(out)
+        statuses.append([by_name[n]["status"] for n in ("p1", "p2")])
+    assert statuses == [["done", "done"], ["skipped", "skipped"]]

@@ -241,6 +241,8 @@ def test_two_cameras_yaml_gives_each_camera_its_own_metric_scale(harness_factory
     ({"cameras": ["front", "rear"], "camera_heights": [1.0]}, "camera_heights has 1 values"),
     ({"cameras": ["front", "rear"], "camera_heights": [1.0, 0.0]}, "needs camera_height"),
     ({"cameras": ["front", "front"]}, "listed twice"),
+    # the shared model's status is '<node>: model': a camera of that name would share it
+    ({"cameras": ["front", "model"]}, "'model' is the name of the shared model's diagnostics"),
 ])
 def test_startup_refuses_bad_camera_settings(params, expected):
     """One line saying what is wrong (StartupError) for a camera list the node cannot run."""
@@ -281,3 +283,103 @@ def test_empty_camera_list_is_the_single_camera(tmp_path):
                 node.destroy_node()
         finally:
             rclpy.shutdown(context=context)
+
+
+def test_camera_heights_are_set_at_runtime_and_camera_height_is_refused_while_set(
+        harness_factory):
+    """With camera_heights set, a change of camera_height would be ignored: it is refused with
+    the reason. camera_heights itself is runtime: each camera's ground-plane filter takes its
+    new height from the next frame (depth = true depth x its height / the scene's height)."""
+    from rclpy.parameter import Parameter
+    from tools.metric_scene import FORWARD, paint
+
+    from dense_perception.core.conversions import image_msg_to_array
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "cameras": list(CAMERAS),
+                         "camera_heights": [0.45, 0.60], "depth_scale_source": "ground_plane"},
+                        subscribe=())
+    result = h.node.set_parameters([Parameter("camera_height", value=2.4)])[0]
+    assert not result.successful
+    assert "camera_height is not used while camera_heights is set" in result.reason
+    assert h.node.get_parameter("camera_height").value == 0.0
+    # its own value again changes nothing: accepted (ros2 param load of the same YAML)
+    assert h.node.set_parameters([Parameter("camera_height", value=0.0)])[0].successful
+    result = h.node.set_parameters([Parameter("camera_heights", value=[0.9])])[0]
+    assert not result.successful and "1 values for 2 cameras" in result.reason
+
+    rec = Recorder(h.client, {f"{c}/depth/image": Image for c in CAMERAS})
+    z, _ = FORWARD.depth_and_surface()
+    frame = paint(z / 0.75)
+    info = camera_info(frame.shape[1], frame.shape[0], fx=FORWARD.fx)
+    drivers = {c: ScenePlayer(rclpy.create_node(f"driver_{c}", namespace=f"/{c}",
+                                                context=h.context), reliable=True)
+               for c in CAMERAS}
+    wait_cameras_subscribed(drivers)
+
+    def depth_of_each_camera(sec):
+        for index, camera in enumerate(CAMERAS):
+            header = drivers[camera].header(frame_id=CAMERAS[camera]["frame_id"], sec=sec)
+            info.header = header
+            channel = h.perception.channels[index]
+
+            def held(c=channel, pub=drivers[camera].info_pub) -> bool:
+                pub.publish(info)  # again until held (the node may re-subscribe meanwhile)
+                return len(c.camera_infos) > 0
+            wait_until(held, 10, f"{camera}'s CameraInfo")
+            drivers[camera].publish_frame(frame, header)
+        found = {}
+        for camera in CAMERAS:
+            wait_until(lambda c=camera: any(m.header.stamp.sec == sec
+                                            for m in rec.get(f"{c}/depth/image")), 30,
+                       f"{camera}'s depth of frame {sec}")
+            msg = next(m for m in rec.get(f"{camera}/depth/image") if m.header.stamp.sec == sec)
+            found[camera] = image_msg_to_array(msg)
+        return found
+
+    for sec, heights in ((10, [0.45, 0.60]), (20, [0.9, 1.5])):
+        if sec == 20:
+            result = h.node.set_parameters([Parameter("camera_heights", value=heights)])[0]
+            assert result.successful, result.reason
+        for camera, depth in depth_of_each_camera(sec).items():
+            expected = z * dict(zip(CAMERAS, heights))[camera] / FORWARD.height
+            assert np.abs(depth / expected - 1).max() < 0.03, (camera, sec)
+
+
+@pytest.mark.timeout(120)
+def test_a_healthy_ring_of_cameras_is_not_a_stall(harness_factory):
+    """Eight cameras on one model of 0.3 s a frame, every camera served in turn: a camera's
+    output comes every ~8 model frame times, which is its turn in the round robin, not a stall
+    (the model's own 5 frame times would call it one). No status says stalled while every
+    camera keeps getting outputs."""
+    names = [f"cam{i}" for i in range(8)]
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "cameras": names,
+                         "diagnostics_period": 0.2},
+                        runner_hook=lambda r: SlowRunner(r, delay=0.3),
+                        subscribe=("/diagnostics",))
+    rec = Recorder(h.client, {f"{c}/depth/image": Image for c in names})
+    frame = np.full((48, 64, 3), 120, np.uint8)
+    players = {c: ScenePlayer(rclpy.create_node(f"driver_{c}", namespace=f"/{c}",
+                                                context=h.context),
+                              fps=5.0, frame=frame, size=(64, 48), info=camera_info(64, 48))
+               for c in names}
+    wait_cameras_subscribed(players)
+    for player in players.values():
+        player.start()
+    node = h.node.get_fully_qualified_name()
+    try:
+        wait_until(lambda: all(rec.count(f"{c}/depth/image") >= 1 for c in names), 60,
+                   "an output from every camera")
+        start = {c: rec.count(f"{c}/depth/image") for c in names}
+        seen = len(h.received["/diagnostics"])
+        # three turns of the ring for every camera
+        wait_until(lambda: all(rec.count(f"{c}/depth/image") >= start[c] + 3 for c in names),
+                   60, "three more outputs from every camera")
+    finally:
+        for player in players.values():
+            player.stop()
+    statuses = [decode_status(s) for m in list(h.received["/diagnostics"])[seen:]
+                for s in m.status if s.name.startswith(f"{node}: cam")]
+    assert len(statuses) >= 8 * 20  # about 8 s of 0.2 s periods, each camera
+    stalled = [(level, message) for level, message, _ in statuses if "stalled" in message]
+    assert not stalled, f"{len(stalled)} of {len(statuses)}: {stalled[:3]}"
+    assert all(level == 0 for level, _, _ in statuses), \
+        {message for level, message, _ in statuses if level}

@@ -83,3 +83,37 @@ def test_points_min_confidence_at_runtime_drops_the_least_confident_rows(harness
     blue = frame[..., 2].astype(int)
     cut = np.sort(blue.ravel())[int(0.3 * (blue.size - 1))]  # the 0.3 quantile, counted out
     np.testing.assert_array_equal(dropped, blue < cut)
+
+
+@pytest.mark.parametrize("args,level", [([], "[INFO]"),
+                                        (["-p", "points_min_confidence:=0.4"], "[WARN]")])
+def test_card_style_da3_says_once_that_there_is_nothing_to_filter(args, level):
+    """The card's one-output DA3 file: the default points_min_confidence is said once at INFO
+    (nothing to filter); a value the user asked for is a WARN (it cannot act)."""
+    from tools.node_process import NodeProcess
+    node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={DA3_TEST_MODEL}",
+                        "-p", "depth_scale_source:=fixed", *args]).start()
+    try:
+        node.wait_for_line("has no confidence output", 60)
+        node.wait_for_line(" on ", 10)  # the start line, logged just before it
+    finally:
+        node.stop()
+    lines = [line for line in node.output().splitlines() if "has no confidence output" in line]
+    assert len(lines) == 1 and level in lines[0], lines
+    assert "[dense_perception]" in lines[0]
+
+
+def test_points_min_confidence_on_a_file_without_confidence_is_refused_at_runtime(
+        harness_factory):
+    """Setting a filter the model cannot apply is refused with the reason, never accepted and
+    ignored; 0 (off) is accepted."""
+    from rclpy.parameter import Parameter
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "depth_scale_source": "fixed"},
+                        subscribe=())
+    result = h.node.set_parameters([Parameter("points_min_confidence", value=0.3)])[0]
+    assert not result.successful and "has no confidence output" in result.reason
+    assert h.node.get_parameter("points_min_confidence").value == 0.1
+    # its own value again changes nothing and is accepted (ros2 param load of the same YAML)
+    assert h.node.set_parameters([Parameter("points_min_confidence", value=0.1)])[0].successful
+    assert h.node.set_parameters([Parameter("points_min_confidence", value=0.0)])[0].successful
+    assert h.perception.values["points_min_confidence"] == 0.0

@@ -50,6 +50,21 @@ def test_every_output_affecting_node_parameter_is_an_offline_flag_with_its_defau
     assert values["depth_encoding"] == "16UC1"
 
 
+def test_every_offline_flag_parses_and_lands_in_the_settings_values():
+    """Walks the table: each setting's offline flag, given another valid value, parses and
+    gives that value to the settings (so no flag is accepted and ignored)."""
+    from support.setting_values import flag_words, other_value
+
+    from dense_perception.offline.settings_args import setting_values
+    flagged = [spec for spec in PARAMS if spec.offline and spec.name != "model_path"]
+    assert len(flagged) == len(PARAMS) - len(NODE_ONLY) - 1
+    for spec in flagged:
+        value = other_value(spec)
+        assert value != spec.default
+        assert setting_values(parse(*flag_words(spec, value)))[spec.name] == value, spec.offline
+    assert setting_values(parse())["model_path"] == "m.tflite"
+
+
 def test_library_defaults_are_the_tables():
     """PipelineConfig, ScaleConfig and load_pipeline default to what the node does (they had
     drifted: points_stride 1 against 2, cpu_precision fp32 against auto)."""

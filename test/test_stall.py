@@ -55,6 +55,28 @@ def test_stall_levels_follow_frame_times_of_arriving_frames():
     assert level_of(fresh, 0.0, now=30.0, expected_frame_ms=1000.0)[0] == OK
 
 
+@pytest.mark.timeout(30)
+def test_several_cameras_wait_their_turn_before_a_stall():
+    """Eight cameras taking turns on a 300 ms model: a camera's frame time is 8 x 300 ms, so
+    it warns after 5 x 2.4 s = 12 s and errs after 20 x 2.4 s = 48 s with no output, not
+    after the model's 1.5 s and 6 s."""
+    stats = FrameStats()
+    stats.record_success(0.01)
+    stats.frame_arrived(100.0)
+    stats.frame_arrived(100.2)
+
+    def level(now, turns):
+        level, message = health(stats, 300.0, now=now, turns=turns)
+        return (int.from_bytes(level, "little") if isinstance(level, bytes) else int(level),
+                message)
+    assert level(101.6, 1)[0] == WARN  # one camera: 5 model frame times
+    assert level(111.9, 8)[0] == OK  # waiting its turn
+    assert level(112.1, 8) == (WARN, "stalled: no output for 12.1 s while frames arrive (5 "
+                                     "frame times of 2400 ms: 8 cameras take turns)")
+    assert level(147.9, 8)[0] == WARN
+    assert level(148.1, 8)[0] == ERROR
+
+
 class GatedRunner:
     """The node's runner behind a gate: while the gate is closed an inference blocks until it
     opens. The inference thread really stops, as behind a model or driver that hangs: an

@@ -48,10 +48,15 @@ comments. "runtime" ones can change with `ros2 param set` (checked in the on-set
 applied in the post-set one); the others are declared read-only (`ros2 param describe` shows
 it, `ros2 param set` is refused with "Trying to set a read-only parameter") and are set in the
 config YAML or with `-p name:=value`, then the node restarted (a lifecycle node takes them
-while unconfigured: see [Lifecycle](diagnostics-and-failure-behaviour.md#lifecycle)). The
+while unconfigured: see [Lifecycle](diagnostics-and-failure-behaviour.md#lifecycle)). A runtime
+change the node would ignore is refused with the reason, never accepted: a scale setting that
+the model (metric) or the `depth_scale_source` in use does not read, `camera_height` while
+`camera_heights` is set, a nonzero `points_min_confidence` on a DA3 file without confidence. The
 "offline" column is the flag of `dense-perception process` (see
 [Offline processing](offline-and-fleet.md)); "node only" settings concern topics, QoS or the
-lifecycle, which a recording does not have.
+lifecycle, which a recording does not have; "not in the reuse key" marks a flag that cannot
+change an output's bytes, so a fleet run does not redo finished outputs for it (every other
+flag is in the key: see [Offline processing](offline-and-fleet.md)).
 
 | name | type | default | allowed | unit | runtime | offline | what it does |
 |---|---|---|---|---|---|---|---|
@@ -79,6 +84,8 @@ def render() -> str:
     rows = []
     for spec in PARAMS:
         offline = f"`{spec.offline}`" if spec.offline else "node only"
+        if spec.offline and not spec.affects_output:
+            offline += " (not in the reuse key)"
         if spec.name == "depth_encoding":
             offline = "`--depth-format` (npy = 32FC1, png16 = 16UC1)"
         description = spec.description.replace("|", "\\|")

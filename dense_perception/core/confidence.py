@@ -23,14 +23,16 @@ CONFIDENCE_MEANINGS = (QUANTILE, PROBABILITY)
 
 
 def confident_pixels(confidence: np.ndarray, min_confidence: float, meaning: str,
-                     stride: int = 1) -> np.ndarray | None:
+                     stride: int = 1, depth: np.ndarray | None = None,
+                     max_depth: float = np.inf) -> np.ndarray | None:
     """H x W bool: the pixels whose ``confidence`` passes ``min_confidence`` (NaN never does),
     or None when every pixel passes (``min_confidence`` 0).
 
     ``meaning`` QUANTILE: keep pixels at or above the ``min_confidence`` quantile of the finite
-    values among those the cloud samples (every ``stride``-th pixel each way), so the share
-    dropped is about ``min_confidence`` of the cloud's points; PROBABILITY: keep pixels with
-    ``confidence >= min_confidence``.
+    values among those the cloud samples (every ``stride``-th pixel each way) and, given
+    ``depth`` (H x W, the cloud's), keeps (a depth > 0 and <= ``max_depth``, as
+    ``pointcloud.depth_to_points``), so the share dropped is about ``min_confidence`` of the
+    cloud's own points; PROBABILITY: keep pixels with ``confidence >= min_confidence``.
     """
     if meaning not in CONFIDENCE_MEANINGS:
         raise ValueError(f"confidence meaning '{meaning}' is unknown; use one of: "
@@ -42,7 +44,12 @@ def confident_pixels(confidence: np.ndarray, min_confidence: float, meaning: str
     threshold = min_confidence
     if meaning == QUANTILE:
         sampled = confidence[::stride, ::stride]
-        finite = sampled[np.isfinite(sampled)]
+        counted = np.isfinite(sampled)
+        if depth is not None:  # the cloud's points only: not those max_depth already dropped
+            z = depth[::stride, ::stride]
+            with np.errstate(invalid="ignore"):
+                counted &= (z > 0) & (z <= max_depth)  # NaN compares False
+        finite = sampled[counted]
         if finite.size == 0:
             return np.zeros(confidence.shape, bool)
         # 'lower': the threshold is one of the frame's own values, so ties at it stay.

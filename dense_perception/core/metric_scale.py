@@ -318,11 +318,13 @@ class DepthScaler:
         self._camera: Hashable | None = None  # the camera the filter's estimates were made with
 
     def configure(self, config: ScaleConfig) -> None:
-        """New settings; the filter's state is kept unless the source changes."""
+        """New settings; the filter's state is kept unless the source or the camera's height
+        changes (estimates of another height are another calibration, not noise)."""
         problem = config.problem()
         if problem:
             raise ValueError(problem)
-        if config.source != self.config.source:
+        if config.source != self.config.source or \
+                config.camera_height != self.config.camera_height:
             self.filter.reset()
         self.filter.time_constant = config.time_constant
         self.filter.max_age = config.max_age

@@ -24,6 +24,7 @@ from .products import DEPTH_ENCODINGS
 from .setting_names import NODE, Syntax
 
 INPUT_QOS = ("auto", "sensor_data", "reliable")
+MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)
 CAMERA_INFO_QOS = ("auto", "sensor_data", "reliable", "transient_local")
 
 
@@ -43,6 +44,10 @@ class ParamSpec:
     # are generated from this table (offline/settings_args.py) but for --model and
     # --depth-format (npy/png16 for 32FC1/16UC1), which the command line writes out itself.
     offline: str | None = None
+    # Whether the setting can change an output's bytes: the fleet's reuse key
+    # (offline/fleet.py) is every offline setting marked so. True unless a setting is shown
+    # not to, so a new setting is in the key until someone says otherwise.
+    affects_output: bool = True
 
     def problem(self, value: Any, syntax: Syntax = NODE) -> str | None:
         """Why ``value`` is not allowed, or None (the setting named in ``syntax``)."""
@@ -74,17 +79,49 @@ def camera_names_problem(value: list[str]) -> str | None:
                     "starting with a letter)")
     if len(set(names)) != len(names):
         return f"cameras: a name is listed twice in {names}"
+    if MODEL_STATUS in names:
+        return (f"cameras: '{MODEL_STATUS}' is the name of the shared model's diagnostics "
+                f"status (<node>: {MODEL_STATUS}); call that camera otherwise")
     return None
+
+
+def per_camera_heights(values: dict[str, Any]) -> bool:
+    """Whether ``camera_heights`` is set (then ``camera_height`` is not used)."""
+    heights = list(values["camera_heights"])
+    return bool(heights) and heights != [0.0]
 
 
 def camera_heights_for(values: dict[str, Any]) -> list[float]:
     """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
     camera of ``cameras`` (one for the single default camera)."""
     count = max(1, len(camera_names(values["cameras"])))
-    heights = list(values["camera_heights"])
-    if not heights or heights == [0.0]:
+    if not per_camera_heights(values):
         return [values["camera_height"]] * count
-    return heights
+    return list(values["camera_heights"])
+
+
+def camera_heights_problem(values: dict[str, Any]) -> str | None:
+    """Why ``camera_heights`` does not give one height per camera (None: it does)."""
+    names = camera_names(values["cameras"])
+    heights = camera_heights_for(values)
+    if len(heights) != max(1, len(names)):
+        return (f"camera_heights has {len(heights)} values for {len(names) or 1} "
+                f"camera{'s' if len(names) != 1 else ''}; give one per camera, in the order of "
+                "cameras (or [] to use camera_height for all)")
+    return None
+
+
+def ignored_camera_height(values: dict[str, Any], changes: dict[str, Any]) -> str | None:
+    """Why changing ``camera_height`` would be ignored (None: it would not): while
+    ``camera_heights`` is set each camera uses its own entry, so the change is refused."""
+    merged = {**values, **changes}
+    if changes.get("camera_height", values["camera_height"]) == values["camera_height"] \
+            or not per_camera_heights(merged):
+        return None  # not changed, or used
+    return (f"camera_height is not used while camera_heights is set "
+            f"({list(merged['camera_heights'])}): set camera_heights (one height per camera, "
+            "in the order of cameras) instead, or set camera_heights to [0.0] with it to use "
+            "camera_height for every camera")
 
 
 PARAMS: tuple[ParamSpec, ...] = (
@@ -106,11 +143,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gpu_timeout", DEFAULT_TIMEOUT_S, "Seconds one GPU inference may take (real "
               "models: milliseconds to tenths of a second); past it the GPU worker process is "
               "killed and restarted, and that frame fails.", low=0.1, high=3600.0,
-              unit="s", offline="--gpu-timeout"),
+              unit="s", offline="--gpu-timeout", affects_output=False),
     ParamSpec("gpu_max_restarts", DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
               "timeout or a crash) with no good inference between them; one more and the node "
               "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000,
-              offline="--gpu-max-restarts"),
+              offline="--gpu-max-restarts", affects_output=False),
     ParamSpec("npu_vendor", "auto", "backend npu: the LiteRT vendor plugin: intel_openvino "
               "(Intel Core Ultra NPUs through OpenVINO), qualcomm (Hexagon HTP through QNN) or "
               "auto (intel_openvino on x86_64, qualcomm on aarch64).", choices=NPU_VENDORS,
@@ -122,15 +159,15 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("npu_cache_dir", "", "backend npu: folder of compiled models (keyed by model "
               "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
               "dense_perception/npu; 'off' = compile at every start.",
-              offline="--npu-cache-dir"),
+              offline="--npu-cache-dir", affects_output=False),
     ParamSpec("npu_library_dir", "", "backend npu, qualcomm: folder with LiteRT's Qualcomm "
               "dispatch library (libLiteRtDispatch_Qualcomm.so), optionally its compiler "
               "plugin, and Qualcomm's QNN libraries (libQnn*.so); no ai-edge-litert wheel has "
               "them. Unused for intel_openvino.",
-              offline="--npu-library-dir"),
+              offline="--npu-library-dir", affects_output=False),
     ParamSpec("num_threads", -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
               low=-1, high=256,
-              offline="--threads"),
+              offline="--threads", affects_output=False),
     ParamSpec("cpu_precision", "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "
               "(ARMv8.2+, e.g. Pi 5), 'fp32', or 'auto' (fp16 if the CPU has it and the model "
               "passes an fp16-vs-fp32 check at load, else fp32; the log says which).",
@@ -159,8 +196,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               unit="m", offline="--camera-height"),
     ParamSpec("camera_heights", [0.0], "Per camera (cameras): the height (m) of each camera's "
               "optical centre above the floor, in the order of cameras, for "
-              "depth_scale_source: ground_plane; [] or [0.0] = camera_height for every camera.",
-              unit="m"),
+              "depth_scale_source: ground_plane; [] or [0.0] = camera_height for every camera. "
+              "While it is set, a change of camera_height is refused (it would be ignored).",
+              runtime=True, unit="m"),
     ParamSpec("depth_scale_time_constant", 5.0, "Time constant (s, by frame stamps) of the "
               "filter that smooths the estimated scale; a scene change larger than the noise "
               "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True,
@@ -187,10 +225,12 @@ PARAMS: tuple[ParamSpec, ...] = (
               low=0.0, high=1e6, runtime=True,
               unit="m", offline="--max-depth"),
     ParamSpec("points_min_confidence", 0.1, "Drop the least confident points, in [0, 1]; 0 = "
-              "keep all. DA3 (a file with its confidence output): the quantile of the frame's "
-              "confidence under which points are dropped (0.4 = the official DA3 export's 40th "
+              "keep all. DA3 (a file with its confidence output): the quantile of the cloud's "
+              "confidence (its points after max_depth and points_stride) under which points "
+              "are dropped (0.4 = the official DA3 export's 40th "
               "percentile). TIPSv2: the top-class segmentation probability under which points "
-              "are dropped. No effect on a DA3 file without confidence.", low=0.0, high=1.0,
+              "are dropped. A DA3 file without confidence has nothing to filter: the default "
+              "is said once at INFO, another value is a WARN at start and refused at runtime.", low=0.0, high=1.0,
               runtime=True,
               offline="--points-min-confidence"),
     ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored "
@@ -224,7 +264,7 @@ PARAMS: tuple[ParamSpec, ...] = (
               "view beside the cloud; the segmentation argmax and confidence split by class "
               "between at most two); 0 = auto: the cores this process may use, at most 4.",
               low=0, high=64,
-              offline="--host-threads"),
+              offline="--host-threads", affects_output=False),
     ParamSpec("diagnostics_period", 1.0, "Seconds between /diagnostics messages.",
               low=0.05, high=3600.0,
               unit="s"),
@@ -271,3 +311,9 @@ PARAMS: tuple[ParamSpec, ...] = (
 )
 
 PARAMS_BY_NAME = {p.name: p for p in PARAMS}
+
+
+def default_confidence(values: dict[str, Any]) -> bool:
+    """Whether ``points_min_confidence`` is the table's default (not a user's request), so
+    a model without confidence has nothing to filter rather than a request it cannot meet."""
+    return values["points_min_confidence"] == PARAMS_BY_NAME["points_min_confidence"].default

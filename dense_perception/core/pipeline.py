@@ -244,14 +244,15 @@ class DensePipeline:
             self._extract_confidence(raw, outputs)
         return raw
 
-    def confidence_note(self) -> str:
-        """Why ``points_min_confidence`` cannot act with this model ("" when it can)."""
-        if self.config.points_min_confidence > 0 and \
-                self.spec.output_index(CONFIDENCE_KIND) is None and \
+    def confidence_note(self, value: float | None = None) -> str:
+        """Why ``points_min_confidence`` (``value``, else the configured one) cannot act with
+        this model ("" when it can, or is 0)."""
+        value = self.config.points_min_confidence if value is None else value
+        if value > 0 and self.spec.output_index(CONFIDENCE_KIND) is None and \
                 self.spec.output_index("segmentation_logits") is None:
-            return (f"points_min_confidence {self.config.points_min_confidence:g} has no "
-                    f"effect: this {self.spec.display_name} file has no confidence output "
-                    "(export-da3 writes DA3 with one)")
+            return (f"points_min_confidence {value:g} has no effect: this "
+                    f"{self.spec.display_name} file has no confidence output (export-da3 "
+                    "writes DA3 with one)")
         return ""
 
     def _extract_segmentation(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:
@@ -417,7 +418,8 @@ class DensePipeline:
         else:
             confidence = self._unfit_confidence(raw.point_confidence, raw.plan, unseen)
         return confident_pixels(confidence, self.config.points_min_confidence,
-                                raw.confidence_meaning, self.config.points_stride)
+                                raw.confidence_meaning, self.config.points_stride,
+                                products.depth, self.config.max_depth or float("inf"))
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
                reference: np.ndarray | None, camera: Any = None) -> ScaleReport:

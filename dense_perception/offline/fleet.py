@@ -43,20 +43,17 @@ from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, int
 from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,  # noqa: F401
                          run_one, with_attempt)
 from .process import ModelSession, input_kind
+from .settings_args import dest
+from ..core.parameters import PARAMS
 
 FLEET_JSON, FLEET_CSV = "fleet_summary.json", "fleet_summary.csv"
 CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "seconds",
                "retries", "worker", "error")
-# The options that change what an output holds: a finished output made with other values of
-# these is redone. (--backend and --threads are left out: same model, same outputs.)
-OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_format",
-                  "relative_depth_scale", "max_depth", "points_min_confidence",
-                  "points_stride", "points_organized",
-                  "points_rgb", "fallback_hfov", "max_frames", "topic", "camera_info_topic",
-                  "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
-                  "reference_depth_topic", "depth_scale_time_constant", "depth_scale_max_age",
-                  "ground_max_tilt", "reference_depth_slop", "input_rectified",
-                  "depth_scale_min_inliers", "camera_info_slop")
+# The command's own options that change what an output holds (the settings' are taken from
+# the table: :func:`output_options`); a finished output made with other values is redone.
+COMMAND_OUTPUT_OPTIONS = ("outputs", "max_frames", "topic", "camera_info_topic",
+                          "out_namespace", "bag_format", "copy", "reference_depth_topic",
+                          "compressed")
 _GLOB = re.compile(r"[*?[]")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and
@@ -117,6 +114,14 @@ def expand_inputs(items: list[str], inputs_from: str | None = None) -> list[Path
     return list(unique.values())
 
 
+def output_options() -> tuple[str, ...]:
+    """The argparse names of every option in the reuse key: each offline setting of the table
+    marked ``affects_output`` (the model file is in the key by its SHA-256 instead of its
+    path) and :data:`COMMAND_OUTPUT_OPTIONS`."""
+    return tuple(dest(spec) for spec in PARAMS if spec.offline and spec.affects_output
+                 and spec.name != "model_path") + COMMAND_OUTPUT_OPTIONS
+
+
 def output_name(path: Path) -> str:
     """An input's output name: its readable name (the bag folder's name or the file's stem),
     ``-`` and the first HASH_DIGITS hex digits of the SHA-256 of its absolute path. It depends
@@ -126,14 +131,16 @@ def output_name(path: Path) -> str:
     return f"{base}-{digest[:HASH_DIGITS]}"
 
 
-def input_identity(path: Path) -> dict[str, Any]:
+def input_identity(path: Path, out_dir: Path | None = None) -> dict[str, Any]:
     """What a finished output must have been made from to be reused: the input's absolute
     path, its size in bytes and its newest modification time (ns). A folder (a bag, an image
     folder) counts all its files, in subfolders too: size is their total, the time the newest
     of the folder's, its subfolders' and its files', so a bag recorded again at the same path,
     or a file added or removed, makes another input. (Size and time are None when the input
-    cannot be read: such an input is never skipped.)"""
+    cannot be read: such an input is never skipped.) ``out_dir`` (the run's --out) is never
+    part of an input, also where it lies inside one: what a run writes there is not input."""
     path = Path(os.path.abspath(path))
+    skip = os.path.realpath(out_dir) if out_dir is not None else None
     try:
         top = path.stat()
     except OSError:
@@ -142,6 +149,9 @@ def input_identity(path: Path) -> dict[str, Any]:
     if path.is_dir():
         size = 0
         for root, folders, files in os.walk(path):
+            # the output folder and everything in it are not walked, nor counted
+            folders[:] = [f for f in folders
+                          if os.path.realpath(os.path.join(root, f)) != skip]
             for name in folders + files:
                 try:
                     entry = os.stat(os.path.join(root, name))
@@ -166,7 +176,7 @@ def make_jobs(paths: list[Path], out_dir: Path, key: dict[str, Any],
             name = f"{base}-{n}"
         names.add(name)
         job = {"index": index, "input": str(path), "final": str(out_dir / name),
-               "key": {**key, "input": input_identity(path)}, "run": run}
+               "key": {**key, "input": input_identity(path, out_dir)}, "run": run}
         jobs.append(with_attempt(job, 0))
     return jobs
 
@@ -193,7 +203,7 @@ def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dic
             digest.update(block)
     return {"model_sha256": digest.hexdigest(),
             "options": {name: groups if name == "outputs" else getattr(args, name)
-                        for name in OUTPUT_OPTIONS}}
+                        for name in output_options()}}
 
 
 def frame_count(path: Path, args: argparse.Namespace) -> int:

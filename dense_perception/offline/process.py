@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 from ..core.models import ModelSpec, detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.npu_runner import npu_options
+from ..core.parameters import default_confidence
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import COMPRESSED, OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
@@ -270,8 +271,9 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
         # ---- the model (loaded once per session) ----
         pipeline = session.pipeline()
         pipeline.timer = timer
-        if pipeline.confidence_note() and not quiet:
-            warn(pipeline.confidence_note())
+        if pipeline.confidence_note() and not quiet and not default_confidence(
+                {"points_min_confidence": pipeline.config.points_min_confidence}):
+            warn(pipeline.confidence_note())  # asked for, not the default: say it can't act
         runner, fallback = pipeline.runner, session.fallback
         summary.update(
             model={"path": session.model_path, "kind": spec.kind, "name": spec.display_name,

@@ -100,28 +100,34 @@ class FrameStats:
 
 
 def stall_periods(stats: FrameStats, frame_ms: float | None, now: float,
-                  expected_frame_ms: float | None = None) -> tuple[float, float, float]:
+                  expected_frame_ms: float | None = None,
+                  turns: int = 1) -> tuple[float, float, float]:
     """(seconds frames have waited with no output, how many frame times that is, the frame
-    time in ms): ``frame_ms``, else ``expected_frame_ms`` (warm-up), else 1 s; at least 0.2 s."""
+    time in ms): ``frame_ms``, else ``expected_frame_ms`` (warm-up), else 1 s; at least 0.2 s;
+    times ``turns``, the cameras taking turns on the model (each waits for the others')."""
     stalled = stats.stalled_s(now)
     period_ms = max(frame_ms or expected_frame_ms or 1000.0, STALL_MIN_PERIOD_S * 1000.0)
+    period_ms *= max(1, turns)
     return stalled, stalled * 1000.0 / period_ms, period_ms
 
 
 def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
            scale_warning: str = "", now: float | None = None,
-           expected_frame_ms: float | None = None) -> tuple[bytes, str]:
+           expected_frame_ms: float | None = None, turns: int = 1) -> tuple[bytes, str]:
     """Diagnostic level and summary message; ``frame_ms`` is the mean time to handle a frame.
 
     With a one-slot buffer an output is at most about two frame times old (one waiting, one
     being handled); older means the worker is starved or blocked: falling behind. Frames that
     keep arriving with no output for STALL_WARN_PERIODS frame times are a stall (WARN), for
-    STALL_ERROR_PERIODS an ERROR, whatever the backend (``now``: monotonic s).
+    STALL_ERROR_PERIODS an ERROR, whatever the backend (``now``: monotonic s). With several
+    cameras on one model, ``turns`` of them taking turns, a camera's frame time is ``turns``
+    model frame times (round robin: its next turn comes after every other camera's).
     """
     stalled, periods, period_ms = stall_periods(
-        stats, frame_ms, time.monotonic() if now is None else now, expected_frame_ms)
+        stats, frame_ms, time.monotonic() if now is None else now, expected_frame_ms, turns)
+    ring = f": {turns} cameras take turns" if turns > 1 else ""
     stall = (f"stalled: no output for {stalled:.1f} s while frames arrive ({periods:.0f} frame "
-             f"times of {period_ms:.0f} ms)")
+             f"times of {period_ms:.0f} ms{ring})")
     if stats.consecutive_failures >= ERROR_AFTER_FAILURES:
         return DiagnosticStatus.ERROR, (f"{stats.consecutive_failures} frames failed in a row: "
                                         f"{stats.last_error}")
@@ -155,7 +161,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
                       depth_scale: tuple[dict[str, str], str] = ({}, ""),
                       backend_details: dict[str, str] | None = None,
                       expected_frame_ms: float | None = None,
-                      host_threads: int = 1,
+                      host_threads: int = 1, turns: int = 1,
                       bandwidth: dict[str, float] | None = None) -> DiagnosticArray:
     """One DiagnosticStatus named ``name`` (the node's fully qualified name, so two cameras'
     nodes differ) whose ``hardware_id`` is the camera frame, with every figure a user tunes the
@@ -165,13 +171,14 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
     ``backend_details`` (e.g. the GPU adapter) follow the backend's keys;
     ``expected_frame_ms`` (the warm-up) stands for the frame time before one is measured.
     The host figures are the frame's stages but inference (:data:`HOST_STAGES`) and the model
-    rate they allow (the host ceiling), computed with ``host_threads`` threads.
-    ``bandwidth``: bytes per second published on each output topic (raw and compressed).
+    rate they allow (the host ceiling), computed with ``host_threads`` threads. ``turns``:
+    the cameras taking turns on the model now (see :func:`health`). ``bandwidth``: bytes per
+    second published on each output topic (raw and compressed).
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     now = time.monotonic()
     level, message = health(stats, frame_ms, backend_note, depth_scale[1], now,
-                            expected_frame_ms)
+                            expected_frame_ms, turns)
     if state:
         message = f"{state}: {message}"
     size = f"{stats.input_size[0]}x{stats.input_size[1]}" if stats.input_size else "-"

@@ -17,10 +17,20 @@ from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
 from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
-from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for  # noqa: F401
+from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec,  # noqa: F401
+                                camera_heights_for, camera_heights_problem,
+                                ignored_camera_height)
 from ..core.settings import pipeline_config, scale_config  # noqa: F401 (the node's)
 from .compat import parameter_descriptor
 
+# The scale settings of DA3 and the depth_scale_source values that read them; a metric model
+# reads none. A runtime change that the node's source (restart-only) never reads is refused.
+SCALE_READERS = {
+    "camera_height": ("ground_plane",), "camera_heights": ("ground_plane",),
+    "ground_max_tilt_deg": ("ground_plane",), "reference_depth_slop": ("reference_depth",),
+    "depth_scale_time_constant": ESTIMATED_SOURCES, "depth_scale_max_age": ESTIMATED_SOURCES,
+    "depth_scale_min_inliers": ESTIMATED_SOURCES, "relative_depth_scale": ("fixed", "none"),
+}
 RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
 CONFIGURE_NOTE = (" Lifecycle node: settable only while unconfigured (deactivate and cleanup "
                   "first); the next configure uses it.")
@@ -95,6 +105,32 @@ def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | Non
                                    values["max_depth"], values["depth_encoding"])
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two parameter values are equal (a list and rclpy's array of it are)."""
+    listed = [list(v) if hasattr(v, "typecode") or isinstance(v, (list, tuple)) else v
+              for v in (a, b)]
+    return listed[0] == listed[1]
+
+
+def unread_setting(metric_depth: bool, current: dict[str, Any],
+                   changes: dict[str, Any]) -> str | None:
+    """Why one of ``changes`` would be accepted and ignored: a scale setting that this model,
+    or the node's depth_scale_source, never reads (None: each is read, or does not change)."""
+    source = current["depth_scale_source"]
+    for name, value in changes.items():
+        readers = SCALE_READERS.get(name)
+        if readers is None or same_value(value, current[name]):
+            continue
+        if metric_depth:
+            return (f"{name} has no effect: this model's depth is metric (the scale settings "
+                    "are for relative-depth models such as DA3)")
+        if source not in readers:
+            return (f"{name} has no effect with depth_scale_source {source} (it is read by "
+                    f"{' and '.join(readers)}); depth_scale_source is restart-only: set both in "
+                    "the config YAML and restart the node")
+    return None
+
+
 def changed_values(params: list) -> dict[str, Any]:
     """{name: value} of the node's own parameters among ``params``."""
     return {p.name: p.value for p in params if p.name in PARAMS_BY_NAME}
@@ -130,8 +166,11 @@ def check_changes(current: dict[str, Any], params: list, metric_depth: bool | No
             return SetParametersResult(successful=False, reason=problem)
     if changes:
         values = {**current, **changes}
-        problem = pipeline_config(values).problem() or (
-            None if metric_depth is None else depth_units_problem(metric_depth, values))
+        # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
+        problem = ignored_camera_height(current, changes) or \
+            pipeline_config(values).problem() or (
+            None if metric_depth is None else unread_setting(metric_depth, current, changes)
+            or camera_heights_problem(values) or depth_units_problem(metric_depth, values))
         if problem:
             return SetParametersResult(successful=False, reason=problem)
     return SetParametersResult(successful=True)

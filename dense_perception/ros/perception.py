@@ -29,7 +29,8 @@ from ..core.frame_slot import FrameSlot
 from ..core.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
-from ..core.parameters import PARAMS, camera_heights_for, camera_names
+from ..core.parameters import (MODEL_STATUS, PARAMS, camera_heights_for,
+                               camera_heights_problem, camera_names, default_confidence)
 from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
 from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
@@ -100,10 +101,8 @@ class Perception:
         self.spec = self.pipeline.spec
         names = camera_names(values["cameras"])
         heights = camera_heights_for(values)
-        if len(heights) != max(1, len(names)):
-            raise StartupError(f"camera_heights has {len(heights)} values for {len(names)} "
-                               "cameras; give one per camera, in the order of cameras (or [] "
-                               "to use camera_height for all)")
+        if camera_heights_problem(values):
+            raise StartupError(camera_heights_problem(values))
         problem = depth_units_problem(self.spec.metric_depth, values)  # every camera's
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
@@ -141,8 +140,10 @@ class Perception:
             f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
             f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}"
             + (f"; cameras: {', '.join(names)}" if names else ""))
-        if self.pipeline.confidence_note():
-            node.get_logger().warning(self.pipeline.confidence_note())
+        note = self.pipeline.confidence_note()
+        if note:  # asked for by the user: WARN; the default on a file without it: nothing to do
+            log = node.get_logger()
+            (log.info if default_confidence(values) else log.warning)(note)
 
     # ---- state ---------------------------------------------------------------------------------
     def activate(self) -> None:
@@ -194,8 +195,8 @@ class Perception:
             old = self.pipeline
             self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(self.values),
                                           old.timer, old.host_threads)
-        self._node.get_logger().info("parameters changed: " + ", ".join(
-            f"{k}={v}" for k, v in changes.items()))
+        self._node.get_logger().info("parameters changed: " + ", ".join(  # arrays as lists
+            f"{k}={list(v) if hasattr(v, 'typecode') else v}" for k, v in changes.items()))
 
     @property
     def frames_dropped(self) -> int:
@@ -341,20 +342,23 @@ class Perception:
         # subscription count has caught up, and then no later event corrects the camera
         # subscription. Looking again every diagnostics period bounds that to one period.
         self.on_graph_change()
-        arrays = [self._camera_diagnostics(channel, values, pipeline)
+        # The cameras taking turns on the model now (those with a frame waiting for output):
+        # each one's turn comes after all of theirs, so its frame time is that many.
+        turns = sum(channel.stats.waiting_since is not None for channel in self.channels)
+        arrays = [self._camera_diagnostics(channel, values, pipeline, turns)
                   for channel in self.channels]
         array = arrays[0]
         array.status = [status for a in arrays for status in a.status]
         if len(self.channels) > 1:
             array.status.append(model_status(
-                f"{self._node.get_fully_qualified_name()}: model",
+                f"{self._node.get_fully_qualified_name()}: {MODEL_STATUS}",
                 backend=pipeline.runner.description, model=self.model_name,
                 stages=pipeline.timer.stats(),
                 seconds={channel.name: channel.model_s for channel in self.channels}))
         self._diag_pub.publish(array)
 
     def _camera_diagnostics(self, channel: CameraChannel, values: dict[str, Any],
-                            pipeline: DensePipeline) -> DiagnosticArray:
+                            pipeline: DensePipeline, turns: int = 1) -> DiagnosticArray:
         """One camera's status (named ``<node>: <camera>`` when there are several)."""
         name = self._node.get_fully_qualified_name()
         several = len(self.channels) > 1
@@ -372,7 +376,7 @@ class Perception:
             depth_scale=self._depth_scale_status(channel, values),
             backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
             expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None),
-            host_threads=pipeline.host_threads.threads,
+            host_threads=pipeline.host_threads.threads, turns=turns,
             bandwidth=channel.outputs.bandwidth_rates())
 
     def _depth_scale_status(self, channel: CameraChannel,
@@ -382,7 +386,11 @@ class Perception:
             return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
                                                         values["depth_scale_source"],
                                                         values["relative_depth_scale"]))
-        return scale_diagnostics(channel.scaler.last)
+        values, warning = scale_diagnostics(channel.scaler.last)
+        config = channel.scaler.config  # the settings in force: the next frame's
+        values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max age "
+                                        f"{config.max_age:g} s")
+        return values, warning
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
         """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""
@@ -417,8 +425,15 @@ class ParameterHandling:
                 else self.perception.state or "inactive"
         if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
             return check_changes(self.current_values(), params, lifecycle_state=state)
-        return check_changes(self.perception.values, params,
-                             self.perception.spec.metric_depth, state)
+        result = check_changes(self.perception.values, params,
+                               self.perception.spec.metric_depth, state)
+        confidence = changed_values(params).get("points_min_confidence")
+        note = self.perception.pipeline.confidence_note(confidence) if result.successful \
+            and confidence not in (None, self.perception.values["points_min_confidence"]) \
+            else ""
+        # a filter the model cannot apply is refused, never accepted and ignored (its own
+        # value again changes nothing: accepted, as ros2 param load of the same YAML does)
+        return SetParametersResult(successful=False, reason=note) if note else result
 
     def _apply_parameters(self, params: list) -> None:
         changes = changed_values(params)

@@ -1,0 +1,34 @@
+"""Another valid value of a setting of the table, for sweeps over every setting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dense_perception.core.parameters import ParamSpec
+from dense_perception.offline.settings_args import DEPTH_FORMATS
+
+
+def other_value(spec: ParamSpec) -> Any:
+    """A value of ``spec``'s type, inside its range or choices, other than its default."""
+    if isinstance(spec.default, bool):
+        return not spec.default
+    if spec.choices:
+        return next(c for c in spec.choices if c != spec.default)
+    if isinstance(spec.default, (int, float)):
+        kind, low, high = type(spec.default), spec.low, spec.high
+        candidates = [spec.default + 1, spec.default - 1]
+        candidates += [(spec.default + bound) / 2 for bound in (high, low) if bound is not None]
+        return next(kind(v) for v in candidates if kind(v) != spec.default
+                    and (low is None or kind(v) >= low) and (high is None or kind(v) <= high))
+    if isinstance(spec.default, list):
+        return ["front", "rear"] if spec.name == "cameras" else [1.0]
+    return "elsewhere"
+
+
+def flag_words(spec: ParamSpec, value: Any) -> list[str]:
+    """``value`` of ``spec`` as the offline command's words (``--x v``, ``--x`` / ``--no-x``)."""
+    if isinstance(value, bool):
+        return [spec.offline if value else "--no-" + spec.offline[2:]]
+    if spec.name == "depth_encoding":  # --depth-format npy|png16
+        return [spec.offline, DEPTH_FORMATS[value]]
+    return [spec.offline, str(value)]

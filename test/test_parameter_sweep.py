@@ -1,0 +1,238 @@
+"""Every setting of the table, over real rclpy (the SetParameters service, called from a client
+node): each one the node takes at runtime changes what it says on the next frame (its outputs or
+its diagnostics), and each one it does not take is refused with a reason (issue #31). The
+runtime list is derived from the table, so a new runtime setting fails here until its effect is
+checked. (The offline flags: test_settings.py.)"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL  # noqa: E402
+from support.ros_harness import camera_info, wait_until  # noqa: E402
+from support.setting_values import other_value  # noqa: E402
+from tools.metric_scene import PITCHED_WITH_BOX, paint  # noqa: E402
+
+from dense_perception.core.camera_info_choice import MATCHED, stamp_ns  # noqa: E402
+from dense_perception.core.parameters import PARAMS  # noqa: E402
+from dense_perception.ros.messages import array_to_image  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
+
+# The runtime settings by how their effect is seen: {name: (value set, settings held meanwhile
+# so the effect can show)}.
+OUTPUTS = {  # the next frame's depth/image, depth/camera_info and points (DA3, fixed scale)
+    "fit": ("stretch", {}), "output_resolution": ("input", {}),
+    "relative_depth_scale": (2.0, {}), "max_depth": (2.6, {}),
+    "points_min_confidence": (0.5, {}), "points_rgb": (False, {}), "points_stride": (4, {}),
+    "points_organized": (True, {}), "input_rectified": (True, {}),
+    "depth_encoding": ("16UC1", {}),
+}
+CAMERA_INFO = {  # depth/camera_info of a frame whose only CameraInfo is stamped 30 ms after it
+    "camera_info_slop": (0.0, {}),
+    "fallback_hfov_deg": (90.0, {"camera_info_slop": 0.0}),  # a guess is what it shapes
+}
+GROUND_PLANE = {  # the scale diagnostics after the next frame (depth_scale_source ground_plane)
+    "camera_height": (1.2, {}), "camera_heights": ([1.2], {}),
+    "ground_max_tilt_deg": (10.0, {}),  # the scene's camera is pitched 20 deg
+    "depth_scale_min_inliers": (0.99, {}),
+    "depth_scale_time_constant": (1.0, {}), "depth_scale_max_age": (5.0, {}),
+}
+REFERENCE = {  # the scale diagnostics after a frame whose reference is stamped 30 ms off
+    "reference_depth_slop": (0.01, {}),
+}
+SCALE_KEYS = ("depth units", "depth scale (m per unit)", "depth scale, this frame",
+              "depth scale note", "depth scale filter")
+W, H = 640, 480
+
+
+def test_every_runtime_setting_has_its_effect_checked():
+    groups = [OUTPUTS, CAMERA_INFO, GROUND_PLANE, REFERENCE]
+    assert sum(len(g) for g in groups) == len({n for g in groups for n in g})
+    assert {n for g in groups for n in g} == {p.name for p in PARAMS if p.runtime}
+
+
+class Params:
+    """The node's SetParameters service, called from the client node (as ``ros2 param set``)."""
+
+    def __init__(self, h) -> None:
+        self.h = h
+        self.client = AsyncParameterClient(h.client, h.node.get_fully_qualified_name())
+        assert self.client.wait_for_services(timeout_sec=10)
+
+    def set(self, name: str, value) -> tuple[bool, str]:
+        future = self.client.set_parameters([Parameter(name, value=value)])
+        wait_until(future.done, 10, f"SetParameters({name}) answered")
+        result, = future.result().results
+        return result.successful, result.reason
+
+
+def sweep(h, group: dict, signature) -> None:
+    """For each setting: the node's say on a frame before and after setting it differ."""
+    params = Params(h)
+    first = signature()
+    assert signature() == first  # the same frame, the same settings: the same outputs
+    for name, (value, held) in group.items():
+        old = {k: h.node.get_parameter(k).value for k in [*held, name]}
+        for k, v in held.items():
+            assert params.set(k, v) == (True, ""), k
+        before = signature()
+        ok, reason = params.set(name, value)
+        assert ok, f"{name} := {value} refused: {reason}"
+        got = h.node.get_parameter(name).value
+        assert (list(got) if isinstance(value, list) else got) == value
+        after = signature()
+        assert after != before, f"{name} := {value} changed nothing the node says: {after}"
+        for k in [name, *reversed(list(held))]:  # back as it was, for the next one
+            assert params.set(k, old[k])[0], k
+        assert signature() == first, f"setting {name} back did not undo it"
+
+
+def digest(msg) -> tuple:
+    """What a message says, hashed where it is bulk data."""
+    if isinstance(msg, CameraInfo):
+        return ("info", msg.width, msg.height, tuple(msg.k), tuple(msg.p))
+    data = hashlib.sha1(bytes(msg.data)).hexdigest()
+    if isinstance(msg, Image):
+        return ("image", msg.encoding, msg.width, msg.height, data)
+    return ("points", msg.width, msg.height, tuple(f.name for f in msg.fields), data)
+
+
+def test_runtime_settings_change_the_outputs_and_camera_model(harness_factory):
+    h = harness_factory({"model_path": DA3_CONFIDENCE_TEST_MODEL,
+                         "depth_scale_source": "fixed"},
+                        subscribe=("depth/image", "depth/camera_info", "points"))
+    h.wait_matched(("depth/image", "depth/camera_info", "points"))
+    frame = np.empty((H, W, 3), np.uint8)
+    frame[..., 0] = np.linspace(20, 200, W).astype(np.uint8)[None, :]  # depth ~2.0 .. 3.5
+    frame[..., 1] = 90
+    frame[..., 2] = np.linspace(40, 255, H).astype(np.uint8)[:, None]  # confidence
+    info = camera_info(W, H, fx=500.0)
+    info.p = [450.0, 0.0, (W - 1) / 2, 0.0, 0.0, 450.0, (H - 1) / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+    # Stamps going back (first: the node's CameraInfo history is short): the only CameraInfo
+    # for each frame is the one 30 ms after it.
+    late = [90]
+
+    def camera_model() -> tuple:
+        late[0] -= 1
+        header = h.header(sec=late[0])
+        after = h.header(sec=late[0])
+        after.stamp.nanosec = 30_000_000
+        info.header = after
+        h.info_pub.publish(info)
+        wait_until(lambda: h.perception._camera_infos.choose(stamp_ns(after.stamp))[1]
+                   == MATCHED, 10, "the node holds the CameraInfo")
+        h.player.publish_frame(frame, header)
+        return digest(h.wait_for("depth/camera_info",
+                                 where=lambda m: m.header.stamp == header.stamp)[0])
+    sweep(h, CAMERA_INFO, camera_model)
+
+    sec = [100]
+
+    def outputs() -> tuple:
+        sec[0] += 1
+        header = h.header(sec=sec[0])
+        h.publish_frame(frame, header, info=info)
+        return tuple(digest(h.wait_for(topic, where=lambda m: m.header.stamp == header.stamp)[0])
+                     for topic in ("depth/image", "depth/camera_info", "points"))
+    sweep(h, OUTPUTS, outputs)
+
+
+def scale_status(h, scene, s, sec: int, count: int, reference=None, ref_pub=None) -> tuple:
+    """Publish ``scene`` painted at scale ``s`` stamped ``sec`` (its reference first, stamped
+    30 ms later, where given); the scale diagnostics once it is processed."""
+    z, _ = scene.depth_and_surface()
+    header = h.header(sec=sec)
+    if reference is not None:
+        later = h.header(sec=sec)
+        later.stamp.nanosec = 30_000_000
+        ref_pub.publish(array_to_image(reference, "32FC1", later))
+    info = camera_info(z.shape[1], z.shape[0], fx=scene.fx)
+    h.publish_frame(paint(z / s), header, info=info)
+    h.wait_for("depth/colored", where=lambda m: m.header.stamp == header.stamp)
+    _, _, values = h.diagnostics(lambda d: d[2]["frames processed"] == str(count))
+    return tuple(values.get(k) for k in SCALE_KEYS)
+
+
+def test_runtime_settings_change_the_ground_plane_scale(harness_factory):
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "depth_scale_source": "ground_plane",
+                         "camera_height": PITCHED_WITH_BOX.height, "diagnostics_period": 0.05},
+                        subscribe=("depth/colored", "/diagnostics"))
+    h.wait_matched(("depth/colored",))
+    sent = [0]
+
+    def status() -> tuple:
+        sent[0] += 1
+        return scale_status(h, PITCHED_WITH_BOX, 0.35, 100 + sent[0], sent[0])
+    assert float(status()[2]) == pytest.approx(0.35, rel=0.01)  # the painted scale
+    sweep(h, GROUND_PLANE, status)
+
+
+def test_runtime_settings_change_the_reference_depth_scale(harness_factory):
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "depth_scale_source": "reference_depth",
+                         "diagnostics_period": 0.05},
+                        subscribe=("depth/colored", "/diagnostics"))
+    h.wait_matched(("depth/colored",))
+    ref_pub = h.client.create_publisher(Image, "reference_depth", qos_profile_sensor_data)
+    wait_until(lambda: ref_pub.get_subscription_count() > 0, 10, "reference subscribed")
+    z, _ = PITCHED_WITH_BOX.depth_and_surface()
+    reference = z.astype(np.float32)  # 32FC1
+    sent = [0]
+
+    def status() -> tuple:
+        sent[0] += 1
+        return scale_status(h, PITCHED_WITH_BOX, 0.35, 100 + sent[0], sent[0], reference,
+                            ref_pub)
+    # The first reference may reach the node after its frame: wait for one that does not.
+    wait_until(lambda: status()[2] != "-", 30, "a scale from the reference")
+    assert float(status()[2]) == pytest.approx(0.35, rel=0.01)  # the painted scale
+    sweep(h, REFERENCE, status)
+
+
+def test_restart_only_settings_are_refused_with_a_reason(harness_factory):
+    """Each setting the node does not take at runtime: refused, saying why, and unchanged."""
+    h = harness_factory({"model_path": DA3_TEST_MODEL}, subscribe=())
+    params = Params(h)
+    refused = [p for p in PARAMS if not p.runtime]
+    assert refused
+    for spec in refused:
+        before = h.node.get_parameter(spec.name).value
+        ok, reason = params.set(spec.name, other_value(spec))
+        assert not ok and spec.name in reason, (spec.name, reason)
+        assert h.node.get_parameter(spec.name).value == before
+
+
+@pytest.mark.parametrize("model", ["da3", "tipsv2"])
+def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_reason(
+        harness_factory, model):
+    """Accepted, it would be ignored: DA3 with depth_scale_source none reads no estimated-scale
+    setting, and a metric model (TIPSv2) reads no scale setting at all. Setting the value it
+    already has changes nothing and is accepted (``ros2 param load`` of the same YAML)."""
+    from support.common import TIPS_TEST_MODEL
+
+    from dense_perception.core.parameters import PARAMS_BY_NAME
+    from dense_perception.ros.parameters import SCALE_READERS
+    path = DA3_TEST_MODEL if model == "da3" else TIPS_TEST_MODEL
+    params = Params(harness_factory({"model_path": path}, subscribe=()))  # source: none
+    for name, readers in SCALE_READERS.items():
+        spec = PARAMS_BY_NAME[name]
+        assert spec.runtime
+        ok, reason = params.set(name, other_value(spec))
+        if model == "tipsv2":
+            assert not ok and "this model's depth is metric" in reason, (name, reason)
+        elif "none" in readers:
+            assert ok, (name, reason)
+        else:
+            assert not ok and reason.startswith(
+                f"{name} has no effect with depth_scale_source none"), (name, reason)
+            assert " and ".join(readers) in reason
+        assert params.set(name, spec.default) == (True, ""), name
