@@ -16,7 +16,7 @@ pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
-from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image  # noqa: E402
 from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
 from support.setting_values import other_value  # noqa: E402
@@ -35,7 +35,11 @@ OUTPUTS = {  # the next frame's depth/image, depth/camera_info and points (DA3, 
     "relative_depth_scale": (2.0, {}), "max_depth": (2.6, {}),
     "points_min_confidence": (0.5, {}), "points_rgb": (False, {}), "points_stride": (4, {}),
     "points_organized": (True, {}), "input_rectified": (True, {}),
-    "depth_encoding": ("16UC1", {}),
+    "depth_encoding": ("16UC1", {}), "points_voxel_size": (0.2, {}),
+}
+WIRE = {  # the next frame's compressed depth and depth view (image_transport's formats)
+    "jpeg_quality": (20, {}), "png_level": (0, {}), "compressed_depth_max": (3.0, {}),
+    "compressed_depth_quantization": (20.0, {}),
 }
 CAMERA_INFO = {  # depth/camera_info of a frame whose only CameraInfo is stamped 30 ms after it
     "camera_info_slop": (0.0, {}),
@@ -56,7 +60,7 @@ W, H = 640, 480
 
 
 def test_every_runtime_setting_has_its_effect_checked():
-    groups = [OUTPUTS, CAMERA_INFO, GROUND_PLANE, REFERENCE]
+    groups = [OUTPUTS, WIRE, CAMERA_INFO, GROUND_PLANE, REFERENCE]
     assert sum(len(g) for g in groups) == len({n for g in groups for n in g})
     assert {n for g in groups for n in g} == {p.name for p in PARAMS if p.runtime}
 
@@ -102,6 +106,8 @@ def digest(msg) -> tuple:
     if isinstance(msg, CameraInfo):
         return ("info", msg.width, msg.height, tuple(msg.k), tuple(msg.p))
     data = hashlib.sha1(bytes(msg.data)).hexdigest()
+    if isinstance(msg, CompressedImage):
+        return ("compressed", msg.format, data)
     if isinstance(msg, Image):
         return ("image", msg.encoding, msg.width, msg.height, data)
     return ("points", msg.width, msg.height, tuple(f.name for f in msg.fields), data)
@@ -145,6 +151,27 @@ def test_runtime_settings_change_the_outputs_and_camera_model(harness_factory):
         return tuple(digest(h.wait_for(topic, where=lambda m: m.header.stamp == header.stamp)[0])
                      for topic in ("depth/image", "depth/camera_info", "points"))
     sweep(h, OUTPUTS, outputs)
+
+
+def test_runtime_settings_change_the_compressed_outputs(harness_factory):
+    topics = ("depth/image/compressedDepth", "depth/colored/compressed")
+    h = harness_factory({"model_path": DA3_TEST_MODEL, "depth_scale_source": "fixed"},
+                        subscribe=topics)
+    h.wait_matched(topics)
+    frame = np.empty((H, W, 3), np.uint8)
+    frame[..., 0] = np.linspace(20, 200, W).astype(np.uint8)[None, :]  # depth ~2.0 .. 3.5
+    frame[..., 1] = np.linspace(0, 255, H).astype(np.uint8)[:, None]
+    frame[..., 2] = 90
+    info = camera_info(W, H, fx=500.0)
+    sec = [100]
+
+    def wire() -> tuple:
+        sec[0] += 1
+        header = h.header(sec=sec[0])
+        h.publish_frame(frame, header, info=info)
+        return tuple(digest(h.wait_for(topic, where=lambda m: m.header.stamp == header.stamp)[0])
+                     for topic in topics)
+    sweep(h, WIRE, wire)
 
 
 def scale_status(h, scene, s, sec: int, count: int, reference=None, ref_pub=None) -> tuple:

@@ -73,7 +73,17 @@ def image_msg_to_array(msg: Any) -> np.ndarray:
 
 
 def image_fields(image: np.ndarray, encoding: str) -> dict[str, Any]:
-    """Image field values for ``image`` (H x W [x C]); ``data`` is a flat uint8 array."""
+    """Image field values for ``image`` (H x W [x C]); ``data`` is a flat uint8 array.
+
+    ValueError when the array's element type or channel count is not the encoding's (a float64
+    array sent as 32FC1 would be read as twice as many wrong depths).
+    """
+    if encoding in _ENCODING_DTYPES:
+        dtype, channels = _ENCODING_DTYPES[encoding]
+        got = 1 if image.ndim == 2 else image.shape[2]
+        if image.dtype != dtype or image.ndim not in (2, 3) or got != channels:
+            raise ValueError(f"a {image.dtype} array of shape {image.shape} is not {encoding} "
+                             f"({np.dtype(dtype).name} x {channels} channel(s))")
     image = np.ascontiguousarray(image)
     return {"height": int(image.shape[0]), "width": int(image.shape[1]), "encoding": encoding,
             # numpy arrays here are native little-endian (x86_64, aarch64)
