@@ -249,8 +249,8 @@ class DensePipeline:
                 self.spec.output_index(CONFIDENCE_KIND) is None and \
                 self.spec.output_index("segmentation_logits") is None:
             return (f"points_min_confidence {self.config.points_min_confidence:g} has no "
-                    f"effect: this {self.spec.display_name} file has no confidence output "
-                    "(export-da3 writes DA3 with one)")
+                    f"effect: this {self.spec.display_name} file has no confidence output" +
+                    (" (export-da3 writes DA3 with one)" if self.spec.kind == "da3" else ""))
         return ""
 
     def _extract_segmentation(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:

@@ -56,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     # The node's settings, from the one table (defaults, choices and ranges the node's).
     add_setting_arguments(p, add_scale_arguments(p))
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
+    files = p.add_argument_group("image and video input")
+    files.add_argument("--camera-info-yaml", metavar="FILE", help="the camera's calibration, "
+                       "as camera_calibration writes it and camera_info_manager reads it "
+                       "(image_width, camera_matrix, distortion_model, ...), used as a bag's "
+                       "CameraInfo is: raw images are rectified (D, R, P; binning and ROI where "
+                       "given), --input-rectified uses P; without it, a pinhole guess "
+                       "(--fallback-hfov)")
     bag = p.add_argument_group("bag input")
     bag.add_argument("--topic", "-t", action="append",
                      help="image topic (sensor_msgs/Image or CompressedImage); optional when "

@@ -25,6 +25,7 @@ from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
 from ..core.settings import depth_options, pipeline_config
 from ..core.timing import StageTimer
+from .camera_yaml import calibrated_frames, check_calibration_size
 from .console import PROG, CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
 from .scale_options import reference_stream, scaler_for
@@ -128,6 +129,15 @@ class ModelSession:
             depth=self.depth)
         if scale_check_kind is not None:
             scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
+        # The calibration file (images and videos), read once: a bad one fails before any input.
+        self.camera_info = None
+        if getattr(args, "camera_info_yaml", None):
+            from .camera_yaml import CalibrationFileError, load_camera_info_yaml
+            try:
+                self.camera_info = load_camera_info_yaml(args.camera_info_yaml,
+                                                         self.values["input_rectified"])
+            except CalibrationFileError as exc:
+                raise CliError(str(exc)) from None
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
         self.request = request_for(self.keys, points_rgb=args.points_rgb)
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
@@ -193,6 +203,9 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
     cleanup: list[Callable[[], None]] = []
     try:
         # ---- open the input (errors here leave nothing behind) ----
+        if kind == "bag" and session.camera_info is not None:
+            raise CliError("--camera-info-yaml is for image folders and videos; a bag's "
+                           "CameraInfo comes from the bag (--camera-info-topic)")
         if kind == "bag":
             bag = bagio.BagInput(in_path)
             cleanup.append(bag.close)
@@ -241,6 +254,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
             video = fileio.VideoInput(in_path)
             cleanup.append(video.close)
             total = video.frame_count
+            check_calibration_size(session.camera_info, args.camera_info_yaml, video.size)
             events = _video_events(video, timer)
             summary.update(video_fps=video.fps)
             source_desc = f"{total or '?'} video frames"
@@ -255,9 +269,16 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                                f"({', '.join(fileio.IMAGE_SUFFIXES)}){hint}")
             if kind == "image":
                 fileio.read_image(in_path)  # an unreadable single image is an error
+            if session.camera_info is not None:
+                first = fileio.read_image(paths[0])
+                check_calibration_size(session.camera_info, args.camera_info_yaml,
+                                       (first.shape[1], first.shape[0]))
             total = len(paths)
             events = _image_events(paths, timer)
             source_desc = f"{total} image{'s' if total != 1 else ''}"
+        if kind != "bag" and session.camera_info is not None:
+            events = calibrated_frames(events, session.camera_info, args.camera_info_yaml)
+            summary.update(camera_info_yaml=str(args.camera_info_yaml))
         if args.max_frames and total:
             total = min(total, args.max_frames)
 
