@@ -174,12 +174,12 @@ PARAMS: tuple[ParamSpec, ...] = (
               "at the camera's full size ('input').", choices=OUTPUT_RESOLUTIONS, runtime=True,
               offline="--output-resolution"),
     ParamSpec("relative_depth_scale", 1.0, "depth_scale_source fixed: metres per unit of "
-              "relative depth (DA3), asserted by you; none: a unitless multiplier. Metric models "
-              "ignore it.", low=1e-9, high=1e9, runtime=True,
+              "relative depth (DA3, model_type depth), asserted by you; none: a unitless "
+              "multiplier. Metric models ignore it.", low=1e-9, high=1e9, runtime=True,
               unit="m/unit", offline="--relative-depth-scale"),
-    ParamSpec("depth_scale_source", "none", "Where the metric scale of relative depth (DA3) "
-              "comes from: none (depth stays relative: 32FC1 unitless, no points, no 16UC1 or "
-              "max_depth), fixed (relative_depth_scale is metres per unit, asserted), "
+    ParamSpec("depth_scale_source", "none", "Where the metric scale of relative depth (DA3, "
+              "model_type depth) comes from: none (depth stays relative: 32FC1 unitless, no "
+              "points, no 16UC1 or max_depth), fixed (relative_depth_scale is metres per unit, asserted), "
               "ground_plane (from camera_height above a flat floor) or reference_depth (from a "
               "metric depth image on reference_depth). Metric models ignore it.",
               choices=SCALE_SOURCES,
