@@ -263,3 +263,28 @@ def test_missing_file_from_the_shell(tmp_path, depth_model):
     assert result.stderr.strip().splitlines() == [
         f"dense-perception: error: camera info YAML '{tmp_path / 'none.yaml'}' cannot be read "
         "(No such file or directory)"]
+
+
+def test_fleet_redoes_an_input_when_the_calibration_changes(tmp_path, capsys, depth_model):
+    """Many inputs: a finished output is skipped on the next run, unless the calibration file
+    (same name, new contents) changed."""
+    rgb = smooth_frame()
+    inputs = [one_image_folder(tmp_path, rgb), tmp_path / "in2"]
+    inputs[1].mkdir()
+    cv2.imwrite(str(inputs[1] / "a.png"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    cal = write_yaml(tmp_path / "cal.yaml", calibration())
+    out = tmp_path / "fleet"
+
+    def statuses():
+        code, _, stderr = run_cli(["process", *inputs, "--model", depth_model, "--model-type",
+                                   "depth", "--backend", "cpu", "--out", out,
+                                   "--camera-info-yaml", cal], capsys)
+        assert code == 0, stderr
+        report = json.loads((out / "fleet_summary.json").read_text())
+        return [row["status"] for row in report["inputs"]]
+
+    assert statuses() == ["done", "done"]
+    assert statuses() == ["skipped", "skipped"]
+    write_yaml(cal, calibration(p=[141.0, 0.0, 81.0, 0.0, 0.0, 139.0, 59.0, 0.0, 0.0, 0.0, 1.0,
+                                   0.0]))
+    assert statuses() == ["done", "done"]

@@ -192,9 +192,13 @@ def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dic
     with open(model_path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    return {"model_sha256": digest.hexdigest(),
-            "options": {name: groups if name == "outputs" else getattr(args, name)
-                        for name in OUTPUT_OPTIONS}}
+    key = {"model_sha256": digest.hexdigest(),
+           "options": {name: groups if name == "outputs" else getattr(args, name)
+                       for name in OUTPUT_OPTIONS}}
+    if getattr(args, "camera_info_yaml", None):  # a recalibration under the same name counts
+        key["camera_info_sha256"] = hashlib.sha256(
+            Path(args.camera_info_yaml).read_bytes()).hexdigest()
+    return key
 
 
 def frame_count(path: Path, args: argparse.Namespace) -> int:
