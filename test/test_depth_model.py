@@ -167,7 +167,7 @@ def test_pydnet_on_real_nyu_frames_ranks_depth_like_the_measurement(index):
     assert np.isfinite(products.depth[16:464]).mean() > 0.999
     assert np.isnan(products.depth[:16]).all() and np.isnan(products.depth[464:]).all()
     both = np.isfinite(products.depth) & (truth > 0)
-    assert spearman(products.depth[both], truth[both]) > 0.3
+    assert spearman(products.depth[both], truth[both]) > 0.4  # measured: 0.56, 0.79, 0.63
 
 
 # ---- the offline command ------------------------------------------------------------------------
@@ -249,3 +249,16 @@ def test_node_runs_a_depth_model(maker, tmp_path, harness_factory):
     np.testing.assert_allclose(np.sort(cloud["z"]), np.sort(want.ravel()), rtol=2e-5)
     _, _, values = h.diagnostics(lambda d: d[2].get("model kind") == "depth")
     assert values["model kind"] == "depth"
+
+
+def test_info_reads_a_depth_model_when_told(maker, tmp_path, capsys):
+    from support.common import run_cli
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC", coarse_first=True)
+    code, stdout, stderr = run_cli(["info", path, "--model-type", "depth", "--backends", "cpu",
+                                    "--runs", "1"], capsys)
+    assert code == 0, stderr
+    assert f"[1,{H},{W},3] float32 NHWC RGB, x / 255" in stdout
+    assert f"depth [1,{H},{W},1]: relative depth" in stdout
+    assert f"coarse [1,{H // 2},{W // 2},1]: not used" in stdout
+    code, _, stderr = run_cli(["info", path, "--backends", "cpu"], capsys)
+    assert code == 2 and "set model_type to 'depth'" in stderr

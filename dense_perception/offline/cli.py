@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..core.allocator import keep_freed_memory
-from ..core.models import ModelSignatureError
+from ..core.models import MODEL_TYPES, ModelSignatureError
 from ..core.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Show a model's kind, signature and size, and which backends "
                        "initialise here with their warm invoke time.")
     i.add_argument("model", help=".tflite model file")
+    i.add_argument("--model-type", choices=MODEL_TYPES, default="auto", help="model kind, as "
+                   "for process (depth: read with the depth settings' defaults)")
     i.add_argument("--threads", type=int, default=-1, help="CPU threads; -1 = all cores")
     i.add_argument("--runs", type=int, default=5, help="timed invokes per backend")
     i.add_argument("--backends", default="cpu,gpu", help="backends to try (cpu,gpu)")
