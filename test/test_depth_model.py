@@ -110,11 +110,13 @@ def test_auto_never_picks_depth_and_says_what_it_saw(maker, tmp_path):
         load_pipeline(str(path), "auto", "cpu", 1, log=quiet)
     text = str(err.value)
     assert f"input [1,{H},{W},3] -> outputs [1,{H // 2},{W // 2},1], [1,{H},{W},1]" in text
-    assert "model_type to 'depth'" in text and "\n" not in text
+    assert "looks like a single-image depth network: set model_type to 'depth'" in text
+    assert "never auto" in text and "\n" not in text
     # A file that does not look like a depth network gets no such hint.
     with pytest.raises(ModelSignatureError) as err:
         detect_model_spec([(1, 8)], [(1, 2)])
-    assert "input [1,8] -> outputs [1,2]" in str(err.value) and "'depth'" not in str(err.value)
+    assert "input [1,8] -> outputs [1,2]" in str(err.value)
+    assert "looks like a single-image depth network" not in str(err.value)
 
 
 @pytest.mark.parametrize("ins,outs,options,words", [

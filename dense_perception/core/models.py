@@ -175,7 +175,8 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
             return variant
     supported = "; ".join(s.signature_text() for s in MODEL_SPECS.values()) + \
         " (DA3 also at any [1,3,H,W] -> [1,1,H,W] with H, W multiples of 14, from export-da3, " \
-        "and with a second output [1,1,H,W], its confidence)"
+        "and with a second output [1,1,H,W], its confidence); depth (model_type 'depth' only, " \
+        "never auto): one RGB input [1,H,W,3] or [1,3,H,W] and a one-plane depth output"
     wanted = "" if model_type == "auto" else f" (model_type is forced to '{model_type}')"
     from .depth_model import depth_suggestion
     raise ModelSignatureError(
