@@ -25,7 +25,7 @@ from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
 from ..core.settings import depth_options, pipeline_config
 from ..core.timing import StageTimer
-from .camera_yaml import calibrated_frames, check_calibration_size
+from .camera_yaml import calibrated_frames, check_calibration_size, load_camera_info_yaml
 from .console import PROG, CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
 from .scale_options import reference_stream, scaler_for
@@ -129,15 +129,9 @@ class ModelSession:
             depth=self.depth)
         if scale_check_kind is not None:
             scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
-        # The calibration file (images and videos), read once: a bad one fails before any input.
-        self.camera_info = None
-        if getattr(args, "camera_info_yaml", None):
-            from .camera_yaml import CalibrationFileError, load_camera_info_yaml
-            try:
-                self.camera_info = load_camera_info_yaml(args.camera_info_yaml,
-                                                         self.values["input_rectified"])
-            except CalibrationFileError as exc:
-                raise CliError(str(exc)) from None
+        # The calibration file (images, videos), read once: a bad one fails before any input.
+        self.camera_info = load_camera_info_yaml(args.camera_info_yaml, self.values[
+            "input_rectified"]) if getattr(args, "camera_info_yaml", None) else None
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
         self.request = request_for(self.keys, points_rgb=args.points_rgb)
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
