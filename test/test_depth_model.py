@@ -231,21 +231,23 @@ def test_auto_on_pydnet_names_what_it_saw_and_suggests_depth(tmp_path):
 @pytest.mark.ros
 @pytest.mark.timeout(90)
 def test_node_runs_a_depth_model(maker, tmp_path, harness_factory):
-    """model_type depth in the node over DDS: depth/image is the law (inverse depth, fixed
-    scale), the cloud is published, diagnostics name the kind."""
+    """model_type depth in the node over DDS: depth/image is the law (custom mean and std as
+    ROS double arrays, inverse depth, fixed scale), the cloud is published, diagnostics name
+    the kind."""
     pytest.importorskip("rclpy")
     from support.ros_harness import camera_info
     from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
     h = harness_factory({"model_path": str(path), "model_type": "depth", "backend": "cpu",
-                         "depth_output_kind": "inverse_depth", "input_normalization": "imagenet",
+                         "depth_output_kind": "inverse_depth", "input_normalization": "custom",
+                         "input_mean": [0.5, 0.4, 0.3], "input_std": [0.25, 0.5, 0.75],
                          "depth_scale_source": "fixed", "relative_depth_scale": 2.0,
                          "points_stride": 1, "points_min_confidence": 0.0})
     h.wait_matched(("depth/image", "points"))
     rgb = frame(5)
     h.publish_frame(rgb, h.header(sec=3, nanosec=0), info=camera_info(W, H, fx=60.0))
     depth = image_msg_to_array(h.wait_for("depth/image")[0])
-    want = 2.0 / law(rgb, *IMAGENET)
+    want = 2.0 / law(rgb, (0.5, 0.4, 0.3), (0.25, 0.5, 0.75))
     np.testing.assert_allclose(depth, want, rtol=2e-5)
     cloud = cloud_to_points(h.wait_for("points")[0]).reshape(-1)
     np.testing.assert_allclose(np.sort(cloud["z"]), np.sort(want.ravel()), rtol=2e-5)
@@ -264,3 +266,27 @@ def test_info_reads_a_depth_model_when_told(maker, tmp_path, capsys):
     assert f"coarse [1,{H // 2},{W // 2},1]: not used" in stdout
     code, _, stderr = run_cli(["info", path, "--backends", "cpu"], capsys)
     assert code == 2 and "set model_type to 'depth'" in stderr
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("args,expected", [
+    (["-p", "model_type:=depth", "-p", "input_normalization:=custom",
+      "-p", "input_std:=[1.0, 0.0, 1.0]"], "input_std must be > 0 for each channel"),
+    (["-p", "model_type:=depth", "-p", "depth_output:=2"],
+     "depth_output 2 is past its 1 output(s)"),
+    ([], "looks like a single-image depth network: set model_type to 'depth'"),
+])
+def test_node_startup_refuses_in_one_line(maker, tmp_path, args, expected):
+    """The node as its own process: a depth file it cannot read fails fast, one FATAL line."""
+    pytest.importorskip("rclpy")
+    from tools.node_process import NodeProcess
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
+    node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={path}", *args]).start()
+    try:
+        code = node.wait(timeout=60)
+    finally:
+        node.stop()
+    lines = [line for line in node.output().splitlines() if "[dense_perception]" in line]
+    assert code == 1 and len(lines) == 1 and "[FATAL]" in lines[0], lines
+    assert expected in lines[0]
