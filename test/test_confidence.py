@@ -10,7 +10,8 @@ import pytest
 from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, TIPS_TEST_MODEL
 from support.model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits_of
 
-from dense_perception.core.models import CONFIDENCE_KIND, detect_model_spec
+from dense_perception.core.models import CONFIDENCE_KIND
+from dense_perception.core.model_detection import detect_model_spec
 from dense_perception.core.parameters import PARAMS_BY_NAME
 from dense_perception.core.pipeline import PipelineConfig, load_pipeline
 from dense_perception.core.products import available_groups, request_for

@@ -3,7 +3,8 @@
 import pytest
 
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from dense_perception.core.models import MODEL_SPECS, ModelSignatureError, detect_model_spec
+from dense_perception.core.models import MODEL_SPECS, ModelSignatureError
+from dense_perception.core.model_detection import detect_model_spec
 from dense_perception.core.pipeline import load_pipeline
 
 

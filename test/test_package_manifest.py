@@ -86,7 +86,7 @@ def test_pip_only_packages_are_what_the_robot_venv_installs():
 def test_every_runtime_requirement_is_pinned_to_a_range_and_locked():
     runtime = requirement_ranges("requirements.txt")
     assert set(runtime) == {"ai-edge-litert", "numpy", "opencv-python-headless", "rosbags",
-                            "tqdm"}
+                            "tqdm", "pyyaml"}
     for name, spec in runtime.items():
         assert ">=" in spec and "<" in spec, f"{name} has no upper and lower bound: {spec!r}"
     for lock in ("constraints.txt", "constraints-jazzy.txt", "constraints-py310.txt",

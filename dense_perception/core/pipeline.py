@@ -15,12 +15,14 @@ import numpy as np
 from . import postprocess as post
 from .camera_model import CameraModel, as_camera_model
 from .confidence import PROBABILITY, QUANTILE, confident_pixels
+from .depth_model import DepthOptions
 from .host_threads import HostThreads, resolve_host_threads
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
 from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
                            fixed_scale_report, relative_output_problem, withholds_depth)
-from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec, detect_model_spec
+from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec
+from .model_detection import detect_model_spec
 from .pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
 from .rectify import Rectifier
@@ -236,7 +238,8 @@ class DensePipeline:
                 # asserted one ('fixed') or a unitless multiplier ('none').
                 scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
                     ESTIMATED_SOURCES else config.relative_depth_scale
-                raw.depth = post.depth_from_output(outputs[depth_i], scale)
+                raw.depth = post.depth_from_output(outputs[depth_i], scale,
+                                                   spec.inverse_depth)
             normals_i = spec.output_index("normals")
             if normals_i is not None and (request.normals or request.normals_colored):
                 raw.normals = post.normals_from_output(outputs[normals_i])
@@ -251,8 +254,8 @@ class DensePipeline:
         if value > 0 and self.spec.output_index(CONFIDENCE_KIND) is None and \
                 self.spec.output_index("segmentation_logits") is None:
             return (f"points_min_confidence {value:g} has no effect: this "
-                    f"{self.spec.display_name} file has no confidence output (export-da3 "
-                    "writes DA3 with one)")
+                    f"{self.spec.display_name} file has no confidence output" +
+                    (" (export-da3 writes DA3 with one)" if self.spec.kind == "da3" else ""))
         return ""
 
     def _extract_segmentation(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:
@@ -467,10 +470,11 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
                   log=print, gpu_precision: str = "fp16", warn=None,
                   cpu_precision: str = "auto", gpu_timeout: float | None = None,
                   gpu_max_restarts: int | None = None,
-                  npu_options: dict | None = None) -> DensePipeline:
+                  npu_options: dict | None = None,
+                  depth: DepthOptions | None = None) -> DensePipeline:
     """Check the configuration, load the model, detect its kind and build the pipeline
     (``gpu_timeout``, ``gpu_max_restarts``, ``npu_options``: see
-    :func:`~.runner.open_runner`).
+    :func:`~.runner.open_runner`; ``depth``: how to read a ``model_type`` 'depth' file).
 
     Raises ValueError (bad configuration), ModelLoadError (file or backend) or
     ModelSignatureError (unsupported model), each with a message that says how to fix it.
@@ -480,11 +484,14 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
         raise ValueError(problem)
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type '{model_type}' is unknown; allowed: {', '.join(MODEL_TYPES)}")
+    problem = (depth or DepthOptions()).problem()
+    if problem:
+        raise ValueError(problem)
     # The signature is read from the file itself, so a wrong model fails before any loading.
     signature = check_model_file(model_path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
                              source=f"model file '{model_path}'",
-                             output_names=signature.output_names)
+                             output_names=signature.output_names, depth=depth)
     runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
                          gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision,
                          gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts,

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..core.allocator import keep_freed_memory
-from ..core.models import ModelSignatureError
+from ..core.models import MODEL_TYPES, ModelSignatureError
 from ..core.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
@@ -56,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     # The node's settings, from the one table (defaults, choices and ranges the node's).
     add_setting_arguments(p, add_scale_arguments(p))
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
+    files = p.add_argument_group("image and video input")
+    files.add_argument("--camera-info-yaml", metavar="FILE", help="the camera's calibration, "
+                       "as camera_calibration writes it and camera_info_manager reads it "
+                       "(image_width, camera_matrix, distortion_model, ...), used as a bag's "
+                       "CameraInfo is: raw images are rectified (D, R, P; binning and ROI where "
+                       "given), --input-rectified uses P; without it, a pinhole guess "
+                       "(--fallback-hfov)")
     bag = p.add_argument_group("bag input")
     bag.add_argument("--topic", "-t", action="append",
                      help="image topic (sensor_msgs/Image or CompressedImage); optional when "
@@ -103,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Show a model's kind, signature and size, and which backends "
                        "initialise here with their warm invoke time.")
     i.add_argument("model", help=".tflite model file")
+    i.add_argument("--model-type", choices=MODEL_TYPES, default="auto", help="model kind, as "
+                   "for process (depth: read with the depth settings' defaults)")
     i.add_argument("--threads", type=int, default=-1, help="CPU threads; -1 = all cores")
     i.add_argument("--runs", type=int, default=5, help="timed invokes per backend")
     i.add_argument("--backends", default="cpu,gpu", help="backends to try (cpu,gpu)")

@@ -89,6 +89,11 @@ class VideoInput:
         fps = float(self._cap.get(cv2.CAP_PROP_FPS))
         self.fps = fps if math.isfinite(fps) and fps > 0 else None
 
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the first frame."""
+        return self._first.shape[1], self._first.shape[0]
+
     def frames(self) -> Iterator[np.ndarray]:
         """bgr8 frames until the end (or the first unreadable frame)."""
         frame = self._first

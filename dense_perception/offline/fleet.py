@@ -53,7 +53,7 @@ CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "
 # the table: :func:`output_options`); a finished output made with other values is redone.
 COMMAND_OUTPUT_OPTIONS = ("outputs", "max_frames", "topic", "camera_info_topic",
                           "out_namespace", "bag_format", "copy", "reference_depth_topic",
-                          "compressed")
+                          "compressed", "camera_info_yaml")
 _GLOB = re.compile(r"[*?[]")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and
@@ -201,9 +201,13 @@ def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dic
     with open(model_path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    return {"model_sha256": digest.hexdigest(),
-            "options": {name: groups if name == "outputs" else getattr(args, name)
-                        for name in output_options()}}
+    key = {"model_sha256": digest.hexdigest(),
+           "options": {name: groups if name == "outputs" else getattr(args, name)
+                       for name in output_options()}}
+    if getattr(args, "camera_info_yaml", None):  # a recalibration under the same name counts
+        key["camera_info_sha256"] = hashlib.sha256(
+            Path(args.camera_info_yaml).read_bytes()).hexdigest()
+    return key
 
 
 def frame_count(path: Path, args: argparse.Namespace) -> int:

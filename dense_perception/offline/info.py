@@ -7,7 +7,8 @@ import statistics
 import time
 from typing import Any
 
-from ..core.models import ModelSignatureError, detect_model_spec, format_signature
+from ..core.models import ModelSignatureError, format_signature
+from ..core.model_detection import detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.runner import (ModelLoadError, check_model_file, litert_version, open_runner,
                            resolve_model_path)
@@ -25,13 +26,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     spec_error = None
     try:
         spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
+                                 getattr(args, "model_type", "auto"),
                                  source=f"model file '{path}'",
                                  output_names=signature.output_names)
     except ModelSignatureError as exc:
         spec, spec_error = None, exc
     if spec is not None:
         report.update(kind=spec.kind, name=spec.display_name, metric_depth=spec.metric_depth,
-                      input={"shape": list(spec.input_shape), "scale": spec.scale,
+                      input={"shape": list(spec.input_shape), "layout": spec.layout,
+                             "scale": spec.scale,
                              "mean": list(spec.mean), "std": list(spec.std)},
                       outputs=[{"name": o.name, "kind": o.kind, "shape": list(o.shape),
                                 "description": o.description} for o in spec.outputs],
@@ -80,7 +83,8 @@ def _print_info(report: dict[str, Any]) -> None:
         depth = "metric" if report["metric_depth"] else "relative"
         rows.append(("kind", f"{report['kind']}: {report['name']} ({depth} depth)"))
         inp = report["input"]
-        rows.append(("input", "[" + ",".join(map(str, inp["shape"])) + "] float32 NCHW RGB, "
+        rows.append(("input", "[" + ",".join(map(str, inp["shape"])) + f"] float32 "
+                     f"{inp['layout']} RGB, "
                      f"x / {inp['scale']:g}, mean {tuple(inp['mean'])}, std {tuple(inp['std'])}"))
         for n, out in enumerate(report["outputs"]):
             rows.append(("outputs" if n == 0 else "", f"{out['name']} ["

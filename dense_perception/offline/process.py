@@ -16,16 +16,18 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..core.models import ModelSpec, detect_model_spec
+from ..core.models import ModelSpec
+from ..core.model_detection import detect_model_spec
 from ..core.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.npu_runner import npu_options
 from ..core.parameters import default_confidence
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import COMPRESSED, OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
-from ..core.settings import compression_config, pipeline_config
+from ..core.settings import compression_config, depth_options, pipeline_config
 from ..core.timing import StageTimer
 from .bag_cameras import bag_events, bag_cameras, camera_scaler, missing_camera_info
+from .camera_yaml import calibrated_frames, check_calibration_size, load_camera_info_yaml
 from .console import PROG, CliError, warn
 from .loop import BagTarget, FolderTarget, Frame, Target, run_frames
 from .scale_options import reference_stream, scaler_for
@@ -127,15 +129,23 @@ class ModelSession:
         problem = self.config.problem(OFFLINE)
         if problem:
             raise CliError(problem)
+        self.depth = depth_options(self.values)
+        problem = self.depth.problem(OFFLINE)
+        if problem:
+            raise CliError(problem)
         if args.max_frames < 0:
             raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
         self.model_path = resolve_model_path(args.model)
         signature = check_model_file(self.model_path)
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, args.model_type,
-            source=f"model file '{self.model_path}'", output_names=signature.output_names)
+            source=f"model file '{self.model_path}'", output_names=signature.output_names,
+            depth=self.depth)
         if scale_check_kind is not None:
             scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
+        # The calibration file (images, videos), read once: a bad one fails before any input.
+        self.camera_info = load_camera_info_yaml(args.camera_info_yaml, self.values[
+            "input_rectified"]) if getattr(args, "camera_info_yaml", None) else None
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
         self.request = request_for(self.keys, points_rgb=args.points_rgb)
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
@@ -158,7 +168,8 @@ class ModelSession:
                                          cpu_precision=values["cpu_precision"],
                                          gpu_timeout=args.gpu_timeout,
                                          gpu_max_restarts=args.gpu_max_restarts,
-                                         npu_options=npu_options(values))
+                                         npu_options=npu_options(values),
+                                         depth=self.depth)
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:
@@ -200,6 +211,9 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
     cleanup: list[Callable[[], None]] = []
     try:
         # ---- open the input (errors here leave nothing behind) ----
+        if kind == "bag" and session.camera_info is not None:
+            raise CliError("--camera-info-yaml is for image folders and videos; a bag's "
+                           "CameraInfo comes from the bag (--camera-info-topic)")
         if kind == "bag":
             bag = bagio.BagInput(in_path)
             cleanup.append(bag.close)
@@ -248,6 +262,7 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
             video = fileio.VideoInput(in_path)
             cleanup.append(video.close)
             total = video.frame_count
+            check_calibration_size(session.camera_info, args.camera_info_yaml, video.size)
             events = _video_events(video, timer)
             summary.update(video_fps=video.fps)
             source_desc = f"{total or '?'} video frames"
@@ -262,9 +277,16 @@ def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
                                f"({', '.join(fileio.IMAGE_SUFFIXES)}){hint}")
             if kind == "image":
                 fileio.read_image(in_path)  # an unreadable single image is an error
+            if session.camera_info is not None:
+                first = fileio.read_image(paths[0])
+                check_calibration_size(session.camera_info, args.camera_info_yaml,
+                                       (first.shape[1], first.shape[0]))
             total = len(paths)
             events = _image_events(paths, timer)
             source_desc = f"{total} image{'s' if total != 1 else ''}"
+        if kind != "bag" and session.camera_info is not None:
+            events = calibrated_frames(events, session.camera_info, args.camera_info_yaml)
+            summary.update(camera_info_yaml=str(args.camera_info_yaml))
         if args.max_frames and total:
             total = min(total, args.max_frames)
 

@@ -23,7 +23,7 @@ class ScaleOptionError(ValueError):
 def add_scale_arguments(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """The metric-scale group with --reference-depth-topic (offline only); the settings of the
     table join it (``settings_args.add_setting_arguments``)."""
-    g = p.add_argument_group("metric scale of relative depth (DA3)")
+    g = p.add_argument_group("metric scale of relative depth (DA3, --model-type depth)")
     g.add_argument("--reference-depth-topic", help="bag topic of a metric depth image "
                    "registered to the camera (16UC1 mm or 32FC1 m; reference_depth)")
     return g

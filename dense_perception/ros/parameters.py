@@ -20,7 +20,7 @@ from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
 from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec,  # noqa: F401
                                 camera_heights_for, camera_heights_problem,
                                 ignored_camera_height)
-from ..core.settings import pipeline_config, scale_config  # noqa: F401 (the node's)
+from ..core.settings import depth_options, pipeline_config, scale_config  # noqa: F401 (the node's)
 from .compat import parameter_descriptor
 
 # The scale settings of DA3 and the depth_scale_source values that read them; a metric model

@@ -21,7 +21,11 @@ def other_value(spec: ParamSpec) -> Any:
         return next(kind(v) for v in candidates if kind(v) != spec.default
                     and (low is None or kind(v) >= low) and (high is None or kind(v) <= high))
     if isinstance(spec.default, list):
-        return ["front", "rear"] if spec.name == "cameras" else [1.0]
+        if spec.name == "cameras":
+            return ["front", "rear"]
+        if spec.default:  # a fixed-length vector (input_mean, input_std): each element moved
+            return [round(float(v) + 0.125, 6) for v in spec.default]
+        return [1.0]
     return "elsewhere"
 
 
@@ -31,4 +35,6 @@ def flag_words(spec: ParamSpec, value: Any) -> list[str]:
         return [spec.offline if value else "--no-" + spec.offline[2:]]
     if spec.name == "depth_encoding":  # --depth-format npy|png16
         return [spec.offline, DEPTH_FORMATS[value]]
+    if isinstance(value, list):
+        return [spec.offline, *map(str, value)]
     return [spec.offline, str(value)]
