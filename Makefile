@@ -227,10 +227,11 @@ demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
 
 # docs/accuracy.md: the real RGB-D frames of ../shared/real-scenes through PyD-Net++, or through
-# MODEL= (MODEL_TYPE=auto|da3|tipsv2|depth) into OUT= (see docs/accuracy.md).
+# MODEL= (MODEL_TYPE=auto|da3|tipsv2|depth, EVAL_ARGS= more tools/eval_real.py options) into
+# OUT= (see docs/accuracy.md).
 eval-real: setup
 	$(PY) -m tools.eval_real $(if $(MODEL),--model $(MODEL),) \
-	  $(if $(MODEL_TYPE),--model-type $(MODEL_TYPE),) $(if $(OUT),--out $(OUT),)
+	  $(if $(MODEL_TYPE),--model-type $(MODEL_TYPE),) $(if $(OUT),--out $(OUT),) $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) $(VENV_NPU) .cache demo_out bench_out soak_out .pytest_cache

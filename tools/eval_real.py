@@ -16,6 +16,9 @@ Figures: AbsRel, delta < 1.25 and the scale error median(depth / truth) - 1, ove
 with a measured depth and a published one. Run on another model (DA3, TIPSv2)::
 
     make eval-real MODEL=path/to/da3_small_504x280_fp16.tflite OUT=accuracy_da3.md
+
+(``MODEL_TYPE=depth EVAL_ARGS='--input-normalization imagenet ...'`` for any other monocular
+depth file.)
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dense_perception.core.depth_model import DepthOptions
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.metric_scale import DepthScaler, ScaleConfig, ground_plane_scale
 from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
@@ -178,8 +182,10 @@ def render(model: Path, kind: str, rows: list[dict], checks: list[dict], command
         "```bash",
         "make eval-real MODEL=path/to/da3_small_504x280_fp16.tflite OUT=accuracy_da3.md",
         "make eval-real MODEL=path/to/tipsv2_b14_dpt.tflite OUT=accuracy_tipsv2.md",
-        "# any monocular depth .tflite:",
-        "make eval-real MODEL=path/to/model.tflite MODEL_TYPE=depth OUT=accuracy_mine.md",
+        "# any monocular depth .tflite (model_type depth; its settings as tools/eval_real.py "
+        "options, e.g. a MiDaS export):",
+        "make eval-real MODEL=path/to/midas.tflite MODEL_TYPE=depth OUT=accuracy_midas.md \\",
+        "  EVAL_ARGS='--input-normalization imagenet --depth-output-kind inverse_depth'",
         "```",
         "",
         f"The frames are read from `{REAL_SCENES.name}` beside the repository "
@@ -201,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", nargs="*", default=None,
                         help=f"a subset of {', '.join(f.name for f in FRAMES)}")
     parser.add_argument("--num-threads", type=int, default=2)
+    parser.add_argument("--input-normalization", default="unit",
+                        help="model type depth: unit, imagenet or custom (see docs/parameters.md)")
+    parser.add_argument("--input-mean", type=float, nargs=3, default=(0.0, 0.0, 0.0))
+    parser.add_argument("--input-std", type=float, nargs=3, default=(1.0, 1.0, 1.0))
+    parser.add_argument("--depth-output", type=int, default=-1,
+                        help="model type depth: which output (-1: the first at full resolution)")
+    parser.add_argument("--depth-output-kind", default="depth",
+                        help="model type depth: depth or inverse_depth")
     args = parser.parse_args(argv)
     if not available():
         print(f"eval-real: {REAL_SCENES} is absent: it holds the real frames and PyD-Net++",
@@ -211,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     if not frames:
         parser.error(f"no frame named {args.frames}")
     started = time.monotonic()
+    depth = DepthOptions(args.input_normalization, tuple(args.input_mean), tuple(args.input_std),
+                         args.depth_output, args.depth_output_kind)
     base = load_pipeline(str(args.model), kind, "cpu", args.num_threads,
-                         PipelineConfig(output_resolution="input"))
+                         PipelineConfig(output_resolution="input"), depth=depth)
     # One loaded model, one pipeline per scale source (as tools/bench.py shares a runner).
     pipelines = {source: DensePipeline(base.runner, base.spec,
                                        replace(base.config, depth_scale_source=source))
