@@ -29,6 +29,9 @@ ops at their minimal versions are used, so older runtimes (ai-edge-litert 1.4)
 load them too, and every model carries a ``serving_default`` SignatureDef so the
 LiteRT ``CompiledModel`` API can run it.
 
+``write_depth_model`` writes a stand-in for any single-image depth network
+(``model_type: depth``), NHWC or NCHW, at a size a test chooses; tests write it themselves.
+
 Usage: ``python models/make_test_models.py [--out-dir models]``
 """
 
@@ -309,6 +312,52 @@ def build_signature_model(
              fb.BuiltinOptions.FillOptions)
         outputs.append(out)
     return g.model(inputs, outputs, "dense_perception test model: arbitrary signature")
+
+
+DEPTH_WEIGHTS = (0.5, 0.25, 0.125)
+DEPTH_BIAS = 2.0  # outputs stay > 0 for inputs in [-2, 2] (custom normalisations in tests)
+
+
+def build_depth_model(height: int, width: int, layout: str = "NHWC",
+                      coarse_first: bool = False) -> fb.ModelT:
+    """A single-image depth network stand-in (``model_type: depth``): one RGB input
+    ([1,H,W,3] NHWC or [1,3,H,W] NCHW) and one plane at its resolution ([1,H,W,1] or
+    [1,1,H,W]) = 2 + 0.5 x_r + 0.25 x_g + 0.125 x_b, the input as normalised by the caller.
+    ``coarse_first``: a [1,H/2,W/2,1] output (the plane, bilinear, half-pixel centres) comes
+    first, as in multi-scale networks, so a default depth_output must skip it."""
+    g = GraphBuilder()
+    if layout == "NCHW":
+        shape = (1, 3, height, width)
+        image = g.tensor("image", shape)
+        depth = _channel_affine(g, image, shape, DEPTH_WEIGHTS, DEPTH_BIAS, "depth")
+    else:
+        shape = (1, height, width, 3)
+        image = g.tensor("image", shape)
+        wt = g.const("depth/channel_weights", np.reshape(DEPTH_WEIGHTS, (1, 1, 1, 3)))
+        scaled = g.binary(fb.BuiltinOperator.MUL, image, wt, "depth/weighted", shape)
+        summed = g.reduce(fb.BuiltinOperator.SUM, scaled, [3], True, "depth/channel_sum",
+                          (1, height, width, 1))
+        depth = g.binary(fb.BuiltinOperator.ADD, summed,
+                         g.const("depth/bias", np.full((1, 1, 1, 1), DEPTH_BIAS)), "depth",
+                         (1, height, width, 1))
+    outputs = [depth]
+    if coarse_first:
+        plane = g.reshape(depth, "coarse/plane", (1, height, width, 1)) if layout == "NCHW" \
+            else depth
+        coarse = g.tensor("coarse", (1, height // 2, width // 2, 1))
+        opts = fb.ResizeBilinearOptionsT()
+        opts.alignCorners, opts.halfPixelCenters = False, True
+        size = g.const("coarse/size", [height // 2, width // 2], np.int32)
+        g.op(fb.BuiltinOperator.RESIZE_BILINEAR, [plane, size], [coarse], opts,
+             fb.BuiltinOptions.ResizeBilinearOptions, version=3)
+        outputs = [coarse, depth]
+    return g.model([image], outputs, f"dense_perception test model: a {layout} depth network")
+
+
+def write_depth_model(path: str | Path, height: int, width: int, layout: str = "NHWC",
+                      coarse_first: bool = False) -> Path:
+    """Write :func:`build_depth_model` to ``path``."""
+    return _write(build_depth_model(height, width, layout, coarse_first), path)
 
 
 def write_signature_model(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Sequence
+from typing import Any, Sequence
 
 Shape = tuple[int, ...]
 
@@ -19,7 +19,7 @@ class OutputSpec:
     """One model output: what it holds and its shape."""
 
     name: str
-    kind: str  # "depth" | "normals" | "segmentation_logits"
+    kind: str  # "depth" | "normals" | "segmentation_logits" | "depth_confidence" | "unused"
     shape: Shape
     description: str
 
@@ -31,21 +31,23 @@ class ModelSpec:
     kind: str
     display_name: str
     file_name: str
-    input_shape: Shape  # NCHW
+    input_shape: Shape  # the file's: NCHW, or NHWC where ``layout`` says so
     scale: float  # pixel values are divided by this first
     mean: tuple[float, float, float]
     std: tuple[float, float, float]
     outputs: tuple[OutputSpec, ...]
     metric_depth: bool
     source: str
+    layout: str = "NCHW"  # of the input: "NCHW" or "NHWC" (model_type depth)
+    inverse_depth: bool = False  # the depth output is inverse depth (1/x is depth)
 
     @property
     def input_height(self) -> int:
-        return self.input_shape[2]
+        return self.input_shape[1 if self.layout == "NHWC" else 2]
 
     @property
     def input_width(self) -> int:
-        return self.input_shape[3]
+        return self.input_shape[2 if self.layout == "NHWC" else 3]
 
     @property
     def output_shapes(self) -> tuple[Shape, ...]:
@@ -94,7 +96,10 @@ def _load_specs() -> dict[str, ModelSpec]:
 
 
 MODEL_SPECS: dict[str, ModelSpec] = _load_specs()
-MODEL_TYPES = ("auto",) + tuple(MODEL_SPECS)
+# "depth": any single-image relative depth network, described by settings (core.depth_model);
+# never chosen by "auto", which knows only the signatures of MODEL_SPECS.
+DEPTH_TYPE = "depth"
+MODEL_TYPES = ("auto",) + tuple(MODEL_SPECS) + (DEPTH_TYPE,)
 
 
 def _matches(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequence[Shape]) -> bool:
@@ -142,11 +147,13 @@ def _da3_variant(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: 
 
 def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]],
                       model_type: str = "auto", source: str = "the model file",
-                      output_names: Sequence[str] = ()) -> ModelSpec:
+                      output_names: Sequence[str] = (), depth: Any = None) -> ModelSpec:
     """Return the spec whose signature the file has; ``model_type`` forces one kind.
 
     ``output_names`` (the file's, in output order; see ``TfliteSignature.output_names``) tell
     DA3's depth from its confidence when both are there; without them the order does.
+    ``depth``: the :class:`~.depth_model.DepthOptions` of ``model_type`` 'depth' (None: the
+    defaults).
 
     Raises ModelSignatureError naming the file's signature and every supported one.
     """
@@ -155,6 +162,9 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
     if model_type not in MODEL_TYPES:
         raise ModelSignatureError(
             f"model_type '{model_type}' is unknown; use one of: {', '.join(MODEL_TYPES)}")
+    if model_type == DEPTH_TYPE:
+        from .depth_model import DepthOptions, depth_model_spec  # it builds on this module
+        return depth_model_spec(ins, outs, depth or DepthOptions(), source, output_names)
     candidates = list(MODEL_SPECS.values()) if model_type == "auto" else [MODEL_SPECS[model_type]]
     for spec in candidates:
         if _matches(spec, ins, outs):
@@ -167,7 +177,8 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
         " (DA3 also at any [1,3,H,W] -> [1,1,H,W] with H, W multiples of 14, from export-da3, " \
         "and with a second output [1,1,H,W], its confidence)"
     wanted = "" if model_type == "auto" else f" (model_type is forced to '{model_type}')"
+    from .depth_model import depth_suggestion
     raise ModelSignatureError(
         f"{source} has {format_signature(ins, outs)}, which matches no supported model{wanted}. "
         f"Supported signatures: {supported}. Use the original .tflite files (see models/README.md) "
-        f"or set model_type to match the file.")
+        f"or set model_type to match the file{depth_suggestion(ins, outs)}.")

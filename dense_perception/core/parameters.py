@@ -15,6 +15,7 @@ from typing import Any
 
 from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
 from .metric_scale import SCALE_SOURCES
+from .depth_model import DEPTH_OUTPUT_KINDS, NORMALIZATIONS, mean_std_problem
 from .models import MODEL_TYPES
 from .cpu_precision import CPU_PRECISIONS
 from .runner_base import BACKENDS, GPU_PRECISIONS
@@ -55,6 +56,10 @@ class ParamSpec:
             return f"{name} must be <= {self.high:g}, got {value}"
         if self.name == "cameras":
             return camera_names_problem(list(value))
+        if self.name in ("input_mean", "input_std"):
+            ones = [1.0] * 3  # checks this one alone; the other at its default
+            return mean_std_problem(*((value, ones) if self.name == "input_mean" else
+                                      ([0.0] * 3, value)), syntax=syntax)
         if self.name == "num_threads" and value == 0:
             return f"{name} must be >= 1, or -1 for all cores; got 0"
         return None
@@ -88,12 +93,37 @@ def camera_heights_for(values: dict[str, Any]) -> list[float]:
 
 
 PARAMS: tuple[ParamSpec, ...] = (
-    ParamSpec("model_path", "", "Path to the .tflite model (DA3-Small or TIPSv2-B14-DPT); "
+    ParamSpec("model_path", "", "Path to the .tflite model (DA3-Small, TIPSv2-B14-DPT, or any "
+              "single-image depth network with model_type depth); "
               "relative paths are looked up in the package's models/ folder too.",
               offline="--model"),
-    ParamSpec("model_type", "auto", "Model kind; 'auto' detects it from the file's signature.",
+    ParamSpec("model_type", "auto", "Model kind: da3, tipsv2, or depth (any single-image "
+              "relative-depth network, read per input_normalization, depth_output and "
+              "depth_output_kind); 'auto' detects DA3 and TIPSv2 from the file's signature and "
+              "never picks depth.",
               choices=MODEL_TYPES,
               offline="--model-type"),
+    ParamSpec("input_normalization", "unit", "model_type depth: how RGB pixels are normalised "
+              "for the model: unit (RGB/255), imagenet (RGB/255, then ImageNet's mean and std) "
+              "or custom (RGB/255, then input_mean and input_std). DA3 and TIPSv2 ignore it "
+              "(their cards fix it).", choices=NORMALIZATIONS,
+              offline="--input-normalization"),
+    ParamSpec("input_mean", [0.0, 0.0, 0.0], "model_type depth, input_normalization custom: "
+              "the mean subtracted from RGB/255, per channel (R, G, B).",
+              offline="--input-mean"),
+    ParamSpec("input_std", [1.0, 1.0, 1.0], "model_type depth, input_normalization custom: "
+              "the standard deviation that RGB/255 minus input_mean is divided by, per channel "
+              "(R, G, B; > 0).",
+              offline="--input-std"),
+    ParamSpec("depth_output", -1, "model_type depth: which output (counted from 0) is the "
+              "depth; -1 = the first output that is one plane at the input's resolution.",
+              low=-1, high=1000,
+              offline="--depth-output"),
+    ParamSpec("depth_output_kind", "depth", "model_type depth: what the depth output holds: "
+              "depth (grows with distance) or inverse_depth (disparity-like, shrinks with "
+              "distance; depth = 1/x, x <= 0 is invalid). Either is relative depth: see "
+              "depth_scale_source.", choices=DEPTH_OUTPUT_KINDS,
+              offline="--depth-output-kind"),
     ParamSpec("backend", "auto", "'gpu' (LiteRT CompiledModel, WebGPU over Vulkan), 'cpu' "
               "(XNNPACK), 'npu' (a LiteRT vendor plugin: npu_vendor) or 'auto' (the GPU if it "
               "initialises and is not a CPU emulation such as llvmpipe, else the CPU; never the "

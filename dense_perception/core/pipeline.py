@@ -15,6 +15,7 @@ import numpy as np
 from . import postprocess as post
 from .camera_model import CameraModel, as_camera_model
 from .confidence import PROBABILITY, QUANTILE, confident_pixels
+from .depth_model import DepthOptions
 from .host_threads import HostThreads, resolve_host_threads
 from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
 from .intrinsics import Intrinsics
@@ -233,7 +234,8 @@ class DensePipeline:
                 # asserted one ('fixed') or a unitless multiplier ('none').
                 scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
                     ESTIMATED_SOURCES else config.relative_depth_scale
-                raw.depth = post.depth_from_output(outputs[depth_i], scale)
+                raw.depth = post.depth_from_output(outputs[depth_i], scale,
+                                                   spec.inverse_depth)
             normals_i = spec.output_index("normals")
             if normals_i is not None and (request.normals or request.normals_colored):
                 raw.normals = post.normals_from_output(outputs[normals_i])
@@ -454,10 +456,11 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
                   log=print, gpu_precision: str = "fp16", warn=None,
                   cpu_precision: str = "auto", gpu_timeout: float | None = None,
                   gpu_max_restarts: int | None = None,
-                  npu_options: dict | None = None) -> DensePipeline:
+                  npu_options: dict | None = None,
+                  depth: DepthOptions | None = None) -> DensePipeline:
     """Check the configuration, load the model, detect its kind and build the pipeline
     (``gpu_timeout``, ``gpu_max_restarts``, ``npu_options``: see
-    :func:`~.runner.open_runner`).
+    :func:`~.runner.open_runner`; ``depth``: how to read a ``model_type`` 'depth' file).
 
     Raises ValueError (bad configuration), ModelLoadError (file or backend) or
     ModelSignatureError (unsupported model), each with a message that says how to fix it.
@@ -467,11 +470,14 @@ def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "aut
         raise ValueError(problem)
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type '{model_type}' is unknown; allowed: {', '.join(MODEL_TYPES)}")
+    problem = (depth or DepthOptions()).problem()
+    if problem:
+        raise ValueError(problem)
     # The signature is read from the file itself, so a wrong model fails before any loading.
     signature = check_model_file(model_path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
                              source=f"model file '{model_path}'",
-                             output_names=signature.output_names)
+                             output_names=signature.output_names, depth=depth)
     runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
                          gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision,
                          gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts,

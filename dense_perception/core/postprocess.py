@@ -17,14 +17,29 @@ if TYPE_CHECKING:
 INVALID_LABEL = 255  # mono8 label for pixels the model did not see (outside the crop)
 
 
-def depth_from_output(raw: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """H x W float32 depth from a [1,1,H,W] output; non-finite or <= 0 becomes NaN (REP 117).
+def depth_from_output(raw: np.ndarray, scale: float = 1.0, inverse: bool = False) -> np.ndarray:
+    """H x W float32 depth from a one-plane output ([1,1,H,W], [1,H,W,1], [1,H,W] or [H,W]);
+    non-finite or <= 0 becomes NaN (REP 117).
 
     ``scale`` converts relative depth to the caller's units; it is never normalised per frame.
+    ``inverse``: the output is inverse depth (disparity-like): depth = scale / x, and a
+    non-positive x (infinitely far or nonsense) is invalid too.
     """
-    depth = np.multiply(raw[0, 0], np.float32(scale), dtype=np.float32)
+    plane = _plane(raw)
+    if inverse:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            depth = np.divide(np.float32(scale), plane, dtype=np.float32)
+    else:
+        depth = np.multiply(plane, np.float32(scale), dtype=np.float32)
     depth[~(depth > 0) | ~np.isfinite(depth)] = np.nan
     return depth
+
+
+def _plane(raw: np.ndarray) -> np.ndarray:
+    """The H x W plane of a one-plane output (a view)."""
+    if raw.ndim == 4:
+        return raw[0, 0] if raw.shape[1] == 1 else raw[0, :, :, 0]
+    return raw[0] if raw.ndim == 3 else raw
 
 
 def confidence_from_output(raw: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Turn a fitted 8-bit frame into the model's normalised NCHW float32 input, in place."""
+"""Turn a fitted 8-bit frame into the model's normalised float32 input (NCHW or NHWC), in place."""
 
 from __future__ import annotations
 
@@ -77,7 +77,8 @@ def to_colour_words(image: np.ndarray, fmt: PixelFormat) -> np.ndarray:
 
 
 class Preprocessor:
-    """Writes ``(x / scale - mean) / std`` as NCHW float32 into a preallocated input buffer.
+    """Writes ``(x / scale - mean) / std`` as float32 into a preallocated input buffer, NCHW
+    (DA3, TIPSv2) or NHWC where the spec's layout says so (model_type depth).
 
     The card's formula is folded into one 256-entry float32 table per channel (computed once,
     with the same float32 multiply and subtract as before), and each channel plane is one
@@ -96,13 +97,23 @@ class Preprocessor:
             if offset[c] != 0.0:
                 table = np.subtract(table, offset[c], dtype=np.float32)
             self._tables.append(np.ascontiguousarray(table.reshape(1, 256)))
+        # NHWC: one 3-channel LUT over the RGB frame, straight into the interleaved buffer.
+        self._nhwc = spec.layout == "NHWC"
+        self._table3 = np.ascontiguousarray(np.stack([t[0] for t in self._tables], -1)[None])
         self._height, self._width = spec.input_height, spec.input_width
 
     def __call__(self, fitted: np.ndarray, fmt: PixelFormat, dest: np.ndarray) -> None:
-        """Fill ``dest`` (shape [1, 3, H, W], float32) from ``fitted`` (H x W [x C], uint8)."""
+        """Fill ``dest`` ([1, 3, H, W], or [1, H, W, 3] for NHWC; float32) from ``fitted``
+        (H x W [x C], uint8)."""
         if fitted.shape[0] != self._height or fitted.shape[1] != self._width:
             raise ValueError(f"fitted frame is {fitted.shape[1]}x{fitted.shape[0]}, model needs "
                              f"{self._width}x{self._height}")
+        if self._nhwc:
+            rgb = np.ascontiguousarray(to_rgb8(fitted, fmt))
+            out = cv2.LUT(rgb, self._table3, dst=dest[0])
+            if not np.shares_memory(out, dest):  # OpenCV allocated: copy it in
+                dest[0] = out
+            return
         if fitted.ndim == 2 or fitted.shape[2] == 1:
             planes = [np.ascontiguousarray(fitted.reshape(fitted.shape[:2]))]
         else:

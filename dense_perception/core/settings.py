@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from .depth_model import DepthOptions
 from .metric_scale import ScaleConfig
 from .parameters import PARAMS_BY_NAME
 from .pipeline import PipelineConfig
@@ -40,3 +41,8 @@ def scale_config(values: dict[str, Any], per_frame: bool = False) -> ScaleConfig
     scaled on its own (offline image inputs)."""
     return ScaleConfig(**{f: values[name] for f, name in SCALE_FIELDS.items()},
                        per_frame=per_frame)
+
+
+def depth_options(values: dict[str, Any]) -> DepthOptions:
+    """How to read a ``model_type`` 'depth' file, from ``values``."""
+    return DepthOptions.from_values(values)

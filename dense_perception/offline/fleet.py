@@ -56,7 +56,8 @@ OUTPUT_OPTIONS = ("model_type", "fit", "output_resolution", "outputs", "depth_fo
                   "out_namespace", "bag_format", "copy", "depth_scale_source", "camera_height",
                   "reference_depth_topic", "depth_scale_time_constant", "depth_scale_max_age",
                   "ground_max_tilt", "reference_depth_slop", "input_rectified",
-                  "depth_scale_min_inliers")
+                  "depth_scale_min_inliers", "input_normalization", "input_mean", "input_std",
+                  "depth_output", "depth_output_kind", "camera_info_yaml")
 _GLOB = re.compile(r"[*?[]")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and

@@ -23,7 +23,7 @@ from ..core.npu_runner import npu_options
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
-from ..core.settings import pipeline_config
+from ..core.settings import depth_options, pipeline_config
 from ..core.timing import StageTimer
 from .console import PROG, CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target, run_frames
@@ -114,13 +114,18 @@ class ModelSession:
         problem = self.config.problem(OFFLINE)
         if problem:
             raise CliError(problem)
+        self.depth = depth_options(self.values)
+        problem = self.depth.problem(OFFLINE)
+        if problem:
+            raise CliError(problem)
         if args.max_frames < 0:
             raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
         self.model_path = resolve_model_path(args.model)
         signature = check_model_file(self.model_path)
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, args.model_type,
-            source=f"model file '{self.model_path}'", output_names=signature.output_names)
+            source=f"model file '{self.model_path}'", output_names=signature.output_names,
+            depth=self.depth)
         if scale_check_kind is not None:
             scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
         self.groups, self.keys = parse_outputs(args.outputs, self.spec)
@@ -145,7 +150,8 @@ class ModelSession:
                                          cpu_precision=values["cpu_precision"],
                                          gpu_timeout=args.gpu_timeout,
                                          gpu_max_restarts=args.gpu_max_restarts,
-                                         npu_options=npu_options(values))
+                                         npu_options=npu_options(values),
+                                         depth=self.depth)
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:

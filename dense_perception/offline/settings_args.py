@@ -59,6 +59,9 @@ def add_setting_arguments(parser: argparse.ArgumentParser,
                                   "help": _help(spec)}
         if isinstance(spec.default, bool):
             kwargs["action"] = argparse.BooleanOptionalAction
+        elif isinstance(spec.default, list):  # a fixed-length list: --input-mean R G B
+            kwargs.update(type=type(spec.default[0]), nargs=len(spec.default),
+                          metavar=tuple("RGB") if len(spec.default) == 3 else None)
         else:
             kwargs["type"] = type(spec.default)
             if spec.choices:

@@ -18,7 +18,7 @@ from rclpy.node import Node
 
 from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
 from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for  # noqa: F401
-from ..core.settings import pipeline_config, scale_config  # noqa: F401 (the node's)
+from ..core.settings import depth_options, pipeline_config, scale_config  # noqa: F401 (the node's)
 from .compat import parameter_descriptor
 
 RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."

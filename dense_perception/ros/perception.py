@@ -44,7 +44,7 @@ from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
 from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
                          depth_units_problem, estimates_scale, parameter_value,
-                         pipeline_config, scale_config)
+                         depth_options, pipeline_config, scale_config)
 
 NODE_NAME = "dense_perception"
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
@@ -87,7 +87,8 @@ class Perception:
                 pipeline_config(values), log=node.get_logger().info,
                 gpu_precision=values["gpu_precision"], warn=node.get_logger().warning,
                 cpu_precision=values["cpu_precision"], gpu_timeout=values["gpu_timeout"],
-                gpu_max_restarts=values["gpu_max_restarts"], npu_options=npu_options(values))
+                gpu_max_restarts=values["gpu_max_restarts"], npu_options=npu_options(values),
+                depth=depth_options(values))
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:

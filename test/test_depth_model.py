@@ -1,0 +1,170 @@
+"""model_type depth: any single-image depth .tflite, read per its settings.
+
+The stand-in networks (models/make_test_models.py, written here at a test's size) compute
+out = 2 + 0.5 x_r + 0.25 x_g + 0.125 x_b of their normalised input; each test writes that law
+and the normalisation out itself. PyD-Net++ (a real trained network, ../shared/real-scenes)
+goes through the same path on real NYU frames, checked against their measured depth.
+"""
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from dense_perception.core.depth_model import DepthOptions
+from dense_perception.core.models import ModelSignatureError, detect_model_spec
+from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+
+REAL_SCENES = Path(__file__).resolve().parents[2] / "shared" / "real-scenes"
+PYDNET = REAL_SCENES / "models" / "pydnet_pp_448x640.tflite"
+NYU_K = (518.8579, 519.46961, 325.58245, 253.73617)  # fx, fy, cx, cy (real-scenes README)
+
+H, W = 48, 64
+WEIGHTS, BIAS = (0.5, 0.25, 0.125), 2.0
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+def law(rgb: np.ndarray, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0)) -> np.ndarray:
+    """The stand-in's output for an H x W x 3 uint8 RGB frame, normalised as given."""
+    x = (rgb.astype(np.float64) / 255.0 - np.asarray(mean)) / np.asarray(std)
+    return BIAS + x @ np.asarray(WEIGHTS)
+
+
+def frame(seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (H, W, 3), dtype=np.uint8)
+
+
+def quiet(_):
+    pass
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("kind", ["depth", "inverse_depth"])
+@pytest.mark.parametrize("normalization", ["unit", "imagenet", "custom"])
+def test_layouts_kinds_and_normalisations_follow_the_law(maker, tmp_path, layout, kind,
+                                                         normalization):
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, layout)
+    custom = ((0.5, 0.4, 0.3), (0.25, 0.5, 0.75))
+    options = DepthOptions(normalization, *custom, depth_output=-1, depth_output_kind=kind)
+    pipe = load_pipeline(str(path), "depth", "cpu", 1, log=quiet, depth=options)
+    assert pipe.spec.layout == layout and (pipe.spec.input_width, pipe.spec.input_height) == (W, H)
+    assert not pipe.spec.metric_depth
+    rgb = frame()
+    products = pipe.process(cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), "bgr8")
+    mean, std = {"unit": ((0, 0, 0), (1, 1, 1)), "imagenet": IMAGENET, "custom": custom}[
+        normalization]
+    out = law(rgb, mean, std)
+    want = 1.0 / out if kind == "inverse_depth" else out
+    assert products.depth.shape == (H, W)
+    np.testing.assert_allclose(products.depth, want, rtol=2e-5)
+
+
+def test_mono_and_rgba_frames_feed_the_nhwc_input(maker, tmp_path):
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
+    pipe = load_pipeline(str(path), "depth", "cpu", 1, log=quiet)
+    grey = frame()[:, :, 0]
+    np.testing.assert_allclose(pipe.process(grey, "mono8").depth,
+                               law(np.dstack([grey] * 3)), rtol=2e-5)
+    rgb = frame(1)
+    rgba = np.dstack([rgb, np.full((H, W), 7, np.uint8)])
+    np.testing.assert_allclose(pipe.process(rgba, "rgba8").depth, law(rgb), rtol=2e-5)
+
+
+def test_default_output_is_the_first_at_full_resolution(maker, tmp_path):
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC", coarse_first=True)
+    pipe = load_pipeline(str(path), "depth", "cpu", 1, log=quiet)
+    assert pipe.spec.output_index("depth") == 1
+    rgb = frame()
+    np.testing.assert_allclose(pipe.process(rgb, "rgb8").depth, law(rgb), rtol=2e-5)
+    # Asked for, the half-size head is used and brought back to the model's grid.
+    coarse = load_pipeline(str(path), "depth", "cpu", 1, log=quiet,
+                           depth=DepthOptions(depth_output=0))
+    assert coarse.spec.output_index("depth") == 0
+    depth = coarse.process(rgb, "rgb8").depth
+    assert depth.shape == (H, W)
+    half = cv2.resize(law(rgb), (W // 2, H // 2), interpolation=cv2.INTER_AREA)
+    assert abs(np.nanmean(depth) - half.mean()) < 0.01
+
+
+def test_relative_depth_goes_the_da3_way(maker, tmp_path):
+    """Relative, as DA3: no points without a scale; fixed scale: metres and a cloud."""
+    path = str(maker.write_depth_model(tmp_path / "d.tflite", H, W, "NCHW"))
+    rgb = frame()
+    request = Request(depth=True, points=True)
+    none = load_pipeline(path, "depth", "cpu", 1, log=quiet).process(rgb, "rgb8", None, request)
+    assert none.points is None and "withheld" in none.withheld and not none.depth_metric
+    fixed = load_pipeline(path, "depth", "cpu", 1, log=quiet, config=PipelineConfig(
+        depth_scale_source="fixed", relative_depth_scale=0.5, points_stride=1,
+        points_min_confidence=0.0)).process(rgb, "rgb8", None, request)
+    assert fixed.depth_metric
+    np.testing.assert_allclose(fixed.depth, 0.5 * law(rgb), rtol=2e-5)
+    assert len(fixed.points) == H * W
+    np.testing.assert_allclose(np.sort(fixed.points["z"]), np.sort(0.5 * law(rgb).ravel()),
+                               rtol=2e-5)
+
+
+def test_auto_never_picks_depth_and_says_what_it_saw(maker, tmp_path):
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC", coarse_first=True)
+    with pytest.raises(ModelSignatureError) as err:
+        load_pipeline(str(path), "auto", "cpu", 1, log=quiet)
+    text = str(err.value)
+    assert f"input [1,{H},{W},3] -> outputs [1,{H // 2},{W // 2},1], [1,{H},{W},1]" in text
+    assert "model_type to 'depth'" in text and "\n" not in text
+    # A file that does not look like a depth network gets no such hint.
+    with pytest.raises(ModelSignatureError) as err:
+        detect_model_spec([(1, 8)], [(1, 2)])
+    assert "input [1,8] -> outputs [1,2]" in str(err.value) and "'depth'" not in str(err.value)
+
+
+@pytest.mark.parametrize("ins,outs,options,words", [
+    ([(1, 8)], [(1, 8, 8, 1)], DepthOptions(), "needs one RGB image input"),
+    ([(1, 8, 8, 3)], [(1, 4, 4, 1)], DepthOptions(), "no output is one plane at the input's 8x8"),
+    ([(1, 8, 8, 3)], [(1, 8, 8, 1)], DepthOptions(depth_output=1), "past its 1 output"),
+    ([(1, 8, 8, 3)], [(1, 8, 8, 1), (1, 8, 8, 3)], DepthOptions(depth_output=1),
+     "output 1 is not one plane"),
+])
+def test_unusable_depth_files_are_refused_in_one_line(ins, outs, options, words):
+    with pytest.raises(ModelSignatureError) as err:
+        detect_model_spec(ins, outs, "depth", source="model file 'x.tflite'", depth=options)
+    text = str(err.value)
+    assert words in text and "model file 'x.tflite' has input" in text and "\n" not in text
+
+
+@pytest.mark.parametrize("options,words", [
+    (DepthOptions(input_std=(1.0, 0.0, 1.0)), "input_std must be > 0"),
+    (DepthOptions(input_mean=(0.5, 0.5)), "input_mean needs 3 finite numbers"),
+    (DepthOptions(input_normalization="midas"), "input_normalization 'midas' is unknown"),
+    (DepthOptions(depth_output_kind="disparity"), "depth_output_kind 'disparity' is unknown"),
+])
+def test_bad_options_are_refused(maker, tmp_path, options, words):
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W)
+    with pytest.raises(ValueError, match=words):
+        load_pipeline(str(path), "depth", "cpu", 1, log=quiet, depth=options)
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation, written out (ranks, then Pearson)."""
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+@pytest.mark.skipif(not PYDNET.exists(), reason=f"{REAL_SCENES} (real scenes) is absent here")
+@pytest.mark.parametrize("index", ["00000", "00050", "00100"])
+def test_pydnet_on_real_nyu_frames_ranks_depth_like_the_measurement(index):
+    """PyD-Net++ (a real trained net, NHWC, RGB/255, depth grows with distance) on NYU frames:
+    the depth is on the camera's grid, finite, and ordered like the Kinect's (the README's
+    Spearman 0.4-0.66)."""
+    pipe = load_pipeline(str(PYDNET), "depth", "cpu", 1, log=quiet,
+                         config=PipelineConfig(output_resolution="input"))
+    bgr = cv2.imread(str(REAL_SCENES / "nyu" / f"rgb_{index}.jpg"))
+    truth = cv2.imread(str(REAL_SCENES / "nyu" / f"sync_depth_{index}.png"),
+                       cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000.0
+    products = pipe.process(bgr, "bgr8")
+    assert products.depth.shape == bgr.shape[:2] == truth.shape
+    # Crop fit: 640x480 -> the model's 640x448 takes the middle 448 rows; the rest is unseen.
+    # (The net gives a few <= 0 values at the top edge: invalid, not clamped.)
+    assert np.isfinite(products.depth[16:464]).mean() > 0.999
+    assert np.isnan(products.depth[:16]).all() and np.isnan(products.depth[464:]).all()
+    both = np.isfinite(products.depth) & (truth > 0)
+    assert spearman(products.depth[both], truth[both]) > 0.3
