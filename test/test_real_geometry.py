@@ -44,7 +44,8 @@ def test_cloud_of_measured_depth_is_the_back_projection(frame):
     assert np.array_equal(np.isnan(xyz).any(axis=-1), holes)
     np.testing.assert_allclose(xyz[~holes], expected[~holes], rtol=1e-5, atol=1e-6)
     colour = cloud["rgb"].view(np.uint32)
-    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
+    r, g, b = (rgb[..., c].astype(np.uint32) for c in range(3))
+    packed = (r << 16) | (g << 8) | b  # 0x00RRGGBB, as PCL and RViz read it
     assert np.array_equal(colour, packed)
 
     flat = depth_to_points(depth, intrinsics(frame, depth), stride=3, max_depth=4.0)

@@ -3,8 +3,8 @@ pipeline on NYU Depth v2 and TUM RGB-D frames (../shared/real-scenes), its depth
 the ground plane and by a sparse reference, against the measured depth.
 
 PyD-Net++ is weak (its shape alone leaves 0.18-0.39 AbsRel after the best single scale on these
-frames through the pipeline), so the bounds here are on what the scale sources add to that, and on never giving a
-confident scale that is badly wrong.
+frames through the pipeline, docs/accuracy.md), so the bounds here are on what the scale sources
+add to that, and on never giving a confident scale that is badly wrong.
 """
 
 from dataclasses import replace
