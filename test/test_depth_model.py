@@ -168,3 +168,84 @@ def test_pydnet_on_real_nyu_frames_ranks_depth_like_the_measurement(index):
     assert np.isnan(products.depth[:16]).all() and np.isnan(products.depth[464:]).all()
     both = np.isfinite(products.depth) & (truth > 0)
     assert spearman(products.depth[both], truth[both]) > 0.3
+
+
+# ---- the offline command ------------------------------------------------------------------------
+def test_process_with_model_type_depth_and_its_flags(maker, tmp_path, capsys):
+    """--model-type depth with a custom normalisation, inverse depth and a fixed scale: the
+    written depth and cloud are the law's, in metres."""
+    from support.common import run_cli
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NCHW")
+    rgb = frame(3)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a.png"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(
+        ["process", folder, "--model", path, "--model-type", "depth", "--backend", "cpu",
+         "--input-normalization", "custom", "--input-mean", "0.5", "0.4", "0.3",
+         "--input-std", "0.25", "0.5", "0.75", "--depth-output-kind", "inverse_depth",
+         "--depth-scale-source", "fixed", "--relative-depth-scale", "0.5",
+         "--outputs", "depth,points", "--out", out], capsys)
+    assert code == 0, stderr
+    want = 0.5 / law(rgb, (0.5, 0.4, 0.3), (0.25, 0.5, 0.75))
+    np.testing.assert_allclose(np.load(out / "depth" / "a.npy"), want, rtol=2e-5)
+    import json
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"]["kind"] == "depth" and summary["model"]["metric_depth"] is False
+    assert (out / "points" / "a.ply").exists()
+
+
+def test_process_refuses_bad_depth_flags_in_one_line(maker, tmp_path, capsys):
+    from support.common import run_cli
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W)
+    image = tmp_path / "a.png"
+    cv2.imwrite(str(image), frame())
+    base = ["process", image, "--model", path, "--backend", "cpu", "--model-type", "depth"]
+    for extra, words in ((["--input-std", "1", "0", "1"], "--input-std must be > 0"),
+                         (["--depth-output", "3"], "depth_output 3 is past its 1 output")):
+        code, _, stderr = run_cli(base + extra, capsys)
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and words in lines[0], stderr
+
+
+@pytest.mark.skipif(not PYDNET.exists(), reason=f"{REAL_SCENES} (real scenes) is absent here")
+def test_auto_on_pydnet_names_what_it_saw_and_suggests_depth(tmp_path):
+    import subprocess
+    import sys
+    from support.common import REPO
+    image = tmp_path / "a.png"
+    cv2.imwrite(str(image), frame())
+    result = subprocess.run([sys.executable, "-m", "dense_perception", "process", str(image),
+                             "--model", str(PYDNET), "--backend", "cpu"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "input [1,448,640,3] -> outputs [1,448,640,1], [1,448,640,1], [1,448,640,1]" \
+        in lines[0] and "set model_type to 'depth'" in lines[0]
+
+
+# ---- the node -----------------------------------------------------------------------------------
+@pytest.mark.ros
+@pytest.mark.timeout(90)
+def test_node_runs_a_depth_model(maker, tmp_path, harness_factory):
+    """model_type depth in the node over DDS: depth/image is the law (inverse depth, fixed
+    scale), the cloud is published, diagnostics name the kind."""
+    pytest.importorskip("rclpy")
+    from support.ros_harness import camera_info
+    from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
+    path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
+    h = harness_factory({"model_path": str(path), "model_type": "depth", "backend": "cpu",
+                         "depth_output_kind": "inverse_depth", "input_normalization": "imagenet",
+                         "depth_scale_source": "fixed", "relative_depth_scale": 2.0,
+                         "points_stride": 1, "points_min_confidence": 0.0})
+    h.wait_matched(("depth/image", "points"))
+    rgb = frame(5)
+    h.publish_frame(rgb, h.header(sec=3, nanosec=0), info=camera_info(W, H, fx=60.0))
+    depth = image_msg_to_array(h.wait_for("depth/image")[0])
+    want = 2.0 / law(rgb, *IMAGENET)
+    np.testing.assert_allclose(depth, want, rtol=2e-5)
+    cloud = cloud_to_points(h.wait_for("points")[0]).reshape(-1)
+    np.testing.assert_allclose(np.sort(cloud["z"]), np.sort(want.ravel()), rtol=2e-5)
+    _, _, values = h.diagnostics(lambda d: d[2].get("model kind") == "depth")
+    assert values["model kind"] == "depth"
