@@ -37,7 +37,9 @@ REFERENCE_ABSREL_EXCESS = 0.03
 def pipelines():
     """PyD-Net++ loaded once; a pipeline per scale source on its runner, depth on the camera's
     grid (output_resolution: input)."""
-    base = load_pipeline(str(PYDNET), "depth", "cpu", 2, PipelineConfig(output_resolution="input"))
+    base = load_pipeline(str(PYDNET), "depth", "cpu", 2,
+                         PipelineConfig(output_resolution="input", points_organized=True,
+                                        points_stride=2))
     assert base.spec.input_height == 448 and base.spec.input_width == 640
     assert not base.spec.metric_depth
     return {source: DensePipeline(base.runner, base.spec,
@@ -87,7 +89,7 @@ def test_ground_plane_on_pydnet_depth_is_right_or_withheld(pipelines, capsys):
         relative = pipelines["none"].process(rgb, "rgb8", k).depth
         scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=floor_plane(truth, frame)
                                          .distance, per_frame=True))
-        products = pipe.finish(pipe.infer(rgb, "rgb8", Request(), k), scaler=scaler)
+        products = pipe.finish(pipe.infer(rgb, "rgb8", Request(points=True, points_rgb=True), k), scaler=scaler)
         if products.depth is None:
             assert products.scale.reason and products.withheld
             figures.append(f"{frame.name}: withheld: {products.scale.reason}")
@@ -104,14 +106,15 @@ def test_ground_plane_on_pydnet_depth_is_right_or_withheld(pipelines, capsys):
 @pytest.mark.parametrize("frame", FRAMES, ids=IDS)
 def test_sparse_reference_gives_metres(pipelines, frame):
     """1 % of the measured pixels (seed 0) as reference_depth: the published metres are as good
-    as the best single scale allows, to the bounds above."""
+    as the best single scale allows, to the bounds above; the cloud is their back-projection
+    with the frame's own intrinsics, coloured from the frame."""
     rgb, truth = frame.rgb(), frame.depth()
     k = intrinsics(frame, truth)
     relative = pipelines["none"].process(rgb, "rgb8", k).depth
     reference = sparse_reference(truth, 0.01, seed=0)
     assert np.isfinite(reference).sum() == pytest.approx(0.01 * np.isfinite(truth).sum(), abs=1)
     pipe = pipelines["reference_depth"]
-    products = pipe.finish(pipe.infer(rgb, "rgb8", Request(), k),
+    products = pipe.finish(pipe.infer(rgb, "rgb8", Request(points=True, points_rgb=True), k),
                            scaler=DepthScaler(ScaleConfig("reference_depth", per_frame=True)),
                            reference=reference)
     assert products.depth is not None, products.withheld
@@ -121,6 +124,19 @@ def test_sparse_reference_gives_metres(pipelines, frame):
     assert abs(published["scale_error"]) < REFERENCE_SCALE_BOUND, published
     assert published["absrel"] <= best["absrel"] + REFERENCE_ABSREL_EXCESS, (published, best)
     assert published["coverage"] > 0.9
+
+    fx, fy, cx, cy = frame.k
+    assert (products.intrinsics.fx, products.intrinsics.fy, products.intrinsics.cx,
+            products.intrinsics.cy) == pytest.approx((fx, fy, cx, cy))
+    cloud = products.points
+    z = products.depth[::2, ::2].astype(np.float64)
+    v, u = np.mgrid[0:truth.shape[0]:2, 0:truth.shape[1]:2]
+    expected = np.stack([(u - cx) / fx * z, (v - cy) / fy * z, z], axis=-1)
+    xyz = np.stack([cloud["x"], cloud["y"], cloud["z"]], axis=-1).astype(np.float64)
+    assert xyz.shape == expected.shape
+    np.testing.assert_allclose(xyz, expected, rtol=1e-5, atol=1e-6)  # NaN at the same places
+    r, g, b = (rgb[::2, ::2, c].astype(np.uint32) for c in range(3))
+    assert np.array_equal(cloud["rgb"].view(np.uint32), (r << 16) | (g << 8) | b)
 
 
 def test_offline_process_on_a_folder_of_real_photos(tmp_path):
