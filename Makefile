@@ -29,7 +29,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean docs demo-picture
+.PHONY: eval-real bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean docs demo-picture
 
 setup: $(VENV)/.ready
 
@@ -227,6 +227,13 @@ soak: setup
 
 demo: setup
 	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
+
+# docs/accuracy.md: the real RGB-D frames of ../shared/real-scenes through PyD-Net++, or through
+# MODEL= (MODEL_TYPE=auto|da3|tipsv2|depth, EVAL_ARGS= more tools/eval_real.py options) into
+# OUT= (see docs/accuracy.md).
+eval-real: setup
+	$(PY) -m tools.eval_real $(if $(MODEL),--model $(MODEL),) \
+	  $(if $(MODEL_TYPE),--model-type $(MODEL_TYPE),) $(if $(OUT),--out $(OUT),) $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VENV_JAZZY) $(PY_EXTRA:%=.venv-py%) $(VENV_TORCH) $(VENV_FLEET) $(VENV_NPU) .cache demo_out bench_out soak_out .pytest_cache
