@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from dense_perception.core.postprocess import colorize_depth
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
 from dense_perception.core.pointcloud import nearest_per_voxel
 from dense_perception.core.products import COMPRESSED, compress_product
+from tools.bench import median_ms
 from tools.scene import make_sample_scene, scene_intrinsics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,16 +33,6 @@ MODELS = {"da3": REPO / "models" / "test_da3_small.tflite",
           "tipsv2": REPO / "models" / "test_tipsv2_b14_dpt.tflite"}
 NYU = REPO.parent / "shared" / "real-scenes" / "nyu"
 VOXELS = (0.0, 0.05, 0.1)
-
-
-def _median_ms(fn, runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(times)
 
 
 def raw_bytes(products: Any, key: str, depth_encoding: str = "32FC1") -> int:
@@ -61,7 +50,7 @@ def topic_rows(products: Any, runs: int, config: CompressionConfig) -> list[dict
         if getattr(products, raw_key) is None:
             continue
         payload = compress_product(products, key, "32FC1", config, None)
-        ms = _median_ms(lambda key=key: compress_product(products, key, "32FC1", config),
+        ms = median_ms(lambda key=key: compress_product(products, key, "32FC1", config),
                         runs)
         raw = raw_bytes(products, raw_key)
         rows.append({"topic": key, "codec": codec, "raw_bytes": raw,
@@ -91,7 +80,7 @@ def bench_model(kind: str, resolution: str, frame_size: tuple[int, int], runs: i
         points = cpipe.process(frame, "rgb8", k, request=Request(points=True,
                                                                    points_rgb=True)).points
         full = points if voxel == 0 else full
-        ms = _median_ms(lambda: nearest_per_voxel(full, voxel), runs) if voxel else 0.0
+        ms = median_ms(lambda: nearest_per_voxel(full, voxel), runs) if voxel else 0.0
         clouds.append({"voxel_m": voxel, "points": int(points.size),
                        "bytes": int(points.nbytes), "thin_ms": ms})
     return {"model": kind, "resolution": resolution, "input": f"{width}x{height}",
@@ -109,7 +98,7 @@ def bench_nyu(runs: int, config: CompressionConfig) -> list[dict]:
         depth = depth.astype(np.float32) / 1000.0
         depth[depth == 0] = np.nan
         payload = compressed_depth(depth, "32FC1", config)
-        ms = _median_ms(lambda: compressed_depth(depth, "32FC1", config), runs)
+        ms = median_ms(lambda: compressed_depth(depth, "32FC1", config), runs)
         view = colorize_depth(depth)  # depth/colored of it, bgr8
         picture = jpeg(view, "bgr8", config)
         rows.append({"scene": path.name, "output": "504x280",
