@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from support.common import DA3_TEST_MODEL, REPO
-from dense_perception.core import cpu_precision as cp
-from dense_perception.core.runner import ModelLoadError, open_runner
+from dense_perception.core.backends import cpu_precision as cp
+from dense_perception.core.backends.runner import ModelLoadError, open_runner
 
 # make test-arm64 mounts the models it built here and names the folder.
 MODELS = Path(os.environ.get("DENSE_PERCEPTION_ARM64_MODELS", REPO / ".cache" / "arm64-models"))

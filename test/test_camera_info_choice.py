@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dense_perception.core.camera_info_choice import (AFTER_WITHIN_SLOP, LATEST_BEFORE, MATCHED,
+from dense_perception.core.geometry.camera_info_choice import (AFTER_WITHIN_SLOP, LATEST_BEFORE, MATCHED,
                                                       NONE_BEFORE, NONE_RECEIVED,
                                                       CameraInfoHistory, stamp_ns)
 

@@ -14,10 +14,10 @@ import pytest
 
 import support.camera_scenes as cs
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from dense_perception.core.camera_model import CameraModel
+from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.conversions import camera_info_fields
-from dense_perception.core.fit import resize_depth
-from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.geometry.fit import resize_depth
+from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
 
 P95_LIMIT = 0.020  # metres (issue 12)

@@ -14,7 +14,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from support.bag_maker import (STAMP0, T, TS, frame_of, log_time, read_bag,  # noqa: E402
                        tips_depth)
 from dense_perception.core import conversions  # noqa: E402
-from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.offline import bagio  # noqa: E402
 
 # camera -> (colour, fx, frame size, frame_id); every value differs between the two

@@ -18,7 +18,7 @@ from tools.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
 from support.bag_maker import read_bag  # noqa: E402
 from support.common import run_cli as run  # noqa: E402
 from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene, sparse_reference  # noqa: E402
-from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.offline import bagio  # noqa: E402
 from dense_perception.offline.fileio import read_ply  # noqa: E402
 

@@ -90,7 +90,7 @@ def test_installed_package_finds_its_data_and_models(install_prefix, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(_site_packages(install_prefix)),
                AMENT_PREFIX_PATH=str(install_prefix))
     code = ("import dense_perception, dense_perception.core.postprocess as p;"
-            "from dense_perception.core.runner import resolve_model_path;"
+            "from dense_perception.core.backends.runner import resolve_model_path;"
             "print(dense_perception.__file__);"
             "print(len(p.ade20k_class_names()));"
             "print(resolve_model_path('test_da3_small.tflite'))")

@@ -15,7 +15,7 @@ from dense_perception.core.model_detection import detect_model_spec
 from dense_perception.core.parameters import PARAMS_BY_NAME
 from dense_perception.core.pipeline import PipelineConfig, load_pipeline
 from dense_perception.core.products import available_groups, request_for
-from dense_perception.core.runner import check_model_file
+from dense_perception.core.backends.runner import check_model_file
 
 pytestmark = pytest.mark.timeout(120)
 W, H = 504, 896  # the DA3 test models' input (portrait): a frame this size is not resampled

@@ -142,7 +142,7 @@ def test_every_make_target_and_launch_argument_in_the_docs_exists():
 
 def test_models_readme_names_every_backend_the_node_has():
     """models/README.md says which backends the node has: all of them (npu included)."""
-    from dense_perception.core.runner_base import BACKENDS
+    from dense_perception.core.backends.runner_base import BACKENDS
     text = (REPO / "models" / "README.md").read_text()
     said = re.search(r"The node's backends are ([^.]*)", text)
     assert said, "models/README.md does not say which backends the node has"

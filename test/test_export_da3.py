@@ -251,7 +251,7 @@ def _output_names_in_order(path: Path) -> list[str]:
 @pytest.mark.export
 @needs_torch
 def test_export_signature_fidelity_and_report(exported, capsys):
-    from dense_perception.core.runner import check_model_file
+    from dense_perception.core.backends.runner import check_model_file
 
     result, width, height, _, fp16 = exported
     signature = check_model_file(str(result.path))
@@ -459,8 +459,8 @@ def test_fp16_arithmetic_agrees_with_fp32_at_da3_resolution(exported):
     """cpu_precision fp16's XNNPACK flags on the 504 export (depth and confidence) against
     fp32 arithmetic, natively on an AVX512-FP16 CPU: the fp16 check make test-arm64 can only
     emulate at 70x56."""
-    from dense_perception.core.cpu_precision import FP16_XNNPACK_FLAGS, smooth_test_input
-    from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner
+    from dense_perception.core.backends.cpu_precision import FP16_XNNPACK_FLAGS, smooth_test_input
+    from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 
     result, width, height, _, _ = exported
     fp32 = InterpreterRunner(str(result.path), 2)

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from dense_perception.core.frame_slot import FrameSlot
+from dense_perception.core.scheduling.frame_slot import FrameSlot
 from dense_perception.core.timing import RateMeter, StageTimer
 
 

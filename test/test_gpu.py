@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe
-from dense_perception.core.gpu_runner import GpuProcessRunner
+from dense_perception.core.backends.gpu_runner import GpuProcessRunner
 from dense_perception.core.pipeline import Request, load_pipeline
-from dense_perception.core.runner import CompiledModelRunner, open_runner
+from dense_perception.core.backends.runner import open_runner
+from dense_perception.core.backends.runner_base import CompiledModelRunner
 
 pytestmark = pytest.mark.gpu
 
@@ -131,7 +132,7 @@ def test_a_hung_or_dead_worker_is_replaced_a_bounded_number_of_times(adapter, ma
     answering); SIGKILL is a crash. Each costs one frame, within the timeout, and a fresh
     worker gives the closed-form outputs again; one hang too many is final."""
     from signal import SIGKILL, SIGSTOP
-    from dense_perception.core.gpu_runner import GpuWorkerError, GpuWorkerFailedError
+    from dense_perception.core.backends.gpu_runner import GpuWorkerError, GpuWorkerFailedError
     from support.worker_procs import alive, gpu_workers
 
     timeout = 1.0
@@ -263,7 +264,7 @@ def test_node_on_gpu_publishes_names_the_adapter_and_stays_responsive(adapter, m
     from rcl_interfaces.srv import GetParameters
     from support.ros_harness import Harness, camera_info
     from support.model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
-    from dense_perception.core.fit import make_fit_plan
+    from dense_perception.core.geometry.fit import make_fit_plan
     from dense_perception.core.pipeline import DensePipeline
     from dense_perception.core.conversions import image_msg_to_array
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from dense_perception.core import postprocess as post
-from dense_perception.core.host_threads import HostThreads, resolve_host_threads
-from dense_perception.core.pointcloud import pack_rgb
+from dense_perception.core.scheduling.host_threads import HostThreads, resolve_host_threads
+from dense_perception.core.geometry.pointcloud import pack_rgb
 
 
 def _softmax_max(logits: np.ndarray) -> np.ndarray:
@@ -173,8 +173,8 @@ def test_label_colours_and_packed_cloud_colour_match_the_formulas():
 def test_cloud_colour_from_the_whole_frame_words_equals_the_rgb_formula(encoding):
     """The node colours the cloud from the frame's 4-byte colour words (one conversion of the
     whole frame, then a sample): the same packed bits as the sampled RGB pixels' formula."""
-    from dense_perception.core.intrinsics import Intrinsics
-    from dense_perception.core.pointcloud import depth_to_points
+    from dense_perception.core.geometry.intrinsics import Intrinsics
+    from dense_perception.core.geometry.pointcloud import depth_to_points
     from dense_perception.core.preprocess import PIXEL_FORMATS, to_colour_words
 
     rng = np.random.default_rng(9)

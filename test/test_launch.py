@@ -21,7 +21,7 @@ import yaml
 
 from dense_perception.core.models import MODEL_SPECS
 from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME
-from dense_perception.core.runner import BACKENDS
+from dense_perception.core.backends.runner import BACKENDS
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH_FILE = REPO / "launch" / "depth.launch.py"

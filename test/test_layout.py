@@ -138,7 +138,7 @@ def test_the_package_import_graph_has_no_cycles():
     form a graph without a cycle, so no module needs another that needs it back."""
     import graphlib
     graph = _import_graph()
-    assert "dense_perception.core.runner_base" in graph["dense_perception.core.cpu_precision"]
+    assert "dense_perception.core.backends.runner_base" in graph["dense_perception.core.backends.cpu_precision"]
     try:
         list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
@@ -158,3 +158,20 @@ def test_tests_import_shared_helpers_from_the_support_package():
         if re.search(r"^\s*sys\.path\.(insert|append)\(", text, re.M):
             offenders.append(f"{path.name}: edits sys.path")
     assert offenders == []
+
+
+@pytest.mark.timeout(120)
+def test_settings_and_help_load_no_litert():
+    """The settings table and the offline --help load none of LiteRT's runtime (its native
+    interpreter takes most of a second to import and is only needed once a model is opened;
+    the pure-Python flatbuffer schema that reads a file's signature is fine)."""
+    code = ("import sys, contextlib, io\n"
+            "import dense_perception.core.parameters, dense_perception.core.settings\n"
+            "from dense_perception.offline.cli import build_parser\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "    build_parser().parse_args(['process', '--help'])\n"
+            "print(','.join(sorted(m for m in sys.modules if m.startswith('ai_edge_litert.')\n"
+            "                      and m != 'ai_edge_litert.schema_py_generated')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=100, cwd=REPO)
+    assert out.stdout.strip() == "", f"LiteRT loaded: {out.stdout.strip()}"

@@ -9,12 +9,12 @@ pytestmark = pytest.mark.timeout(60)
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.core.conversions import (BadImageError, cloud_to_points,  # noqa: E402
                                           compressed_to_array, image_to_array)
 from dense_perception.ros.messages import (array_to_image, intrinsics_to_camera_info,  # noqa: E402
                                        points_to_cloud)
-from dense_perception.core.pointcloud import depth_to_points  # noqa: E402
+from dense_perception.core.geometry.pointcloud import depth_to_points  # noqa: E402
 
 
 def test_round_trip_every_supported_layout():

@@ -7,9 +7,9 @@ import pytest
 
 from tools.metric_scene import (DESK_BESIDE_FLOOR, DESK_ONLY, FORWARD, HEIGHT, PITCHED_WITH_BOX,
                                 WIDTH, Scene, da3_output_of, paint, sparse_reference)
-from dense_perception.core.fit import make_fit_plan
-from dense_perception.core.intrinsics import Intrinsics
-from dense_perception.core.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,
+from dense_perception.core.geometry.fit import make_fit_plan
+from dense_perception.core.geometry.intrinsics import Intrinsics
+from dense_perception.core.scale.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,
                                                 fit_ground_plane, ground_plane_scale,
                                                 ground_points, reference_scale,
                                                 reference_to_metres, relative_output_problem,
@@ -95,7 +95,7 @@ def test_reference_at_half_resolution_maps_through_the_crop():
     z_cam = 1.0 + u / 1280.0 + v / 720.0   # a smooth metric depth over the camera's view
     plan = make_fit_plan(1280, 720, 504, 896, "crop")
     rel = plan.unfit(plan.fit_image(z_cam.astype(np.float32)) / 1.7, "model",
-                     __import__("dense_perception.core.fit", fromlist=["Interp"]).Interp.LINEAR)
+                     __import__("dense_perception.core.geometry.fit", fromlist=["Interp"]).Interp.LINEAR)
     ref = z_cam[::2, ::2].astype(np.float32).copy()  # pixel centres: within half a pixel
     ref[rng.random(ref.shape) < 0.5] = 0.0
     est = reference_scale(rel, reference_to_metres(ref, "32FC1"), plan, "model")

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from support.common import DA3_TEST_MODEL
-from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, litert_version
+from dense_perception.core.backends.runner import litert_version
+from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc: Linux")
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from dense_perception.core.native_log import Adapter, NativeLog, capture_native_stderr
+from dense_perception.core.backends.native_log import Adapter, NativeLog, capture_native_stderr
 
 # Lines as LiteRT 2.3 / Dawn print them (environment.cc), on lavapipe and on an NVIDIA GPU.
 LAVAPIPE = ("I0000 00:00:1796276096.466594    7388 environment.cc:532] Selected adapter: llvmpipe "

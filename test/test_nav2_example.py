@@ -115,8 +115,8 @@ def test_the_node_publishes_what_the_example_wires():
     from support.ros_harness import Harness, camera_info
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
-    from dense_perception.core.fit import make_fit_plan
-    from dense_perception.core.intrinsics import Intrinsics
+    from dense_perception.core.geometry.fit import make_fit_plan
+    from dense_perception.core.geometry.intrinsics import Intrinsics
     from dense_perception.ros.messages import MESSAGE_CLASSES
     from dense_perception.ros.node import DensePerceptionNode
 

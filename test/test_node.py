@@ -18,8 +18,8 @@ from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tools.ros_client import camera_qos  # noqa: E402
 
-from dense_perception.core.fit import make_fit_plan  # noqa: E402
-from dense_perception.core.intrinsics import Intrinsics  # noqa: E402
+from dense_perception.core.geometry.fit import make_fit_plan  # noqa: E402
+from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(90)]

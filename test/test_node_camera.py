@@ -17,7 +17,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from support.ros_harness import Harness, camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, RegionOfInterest  # noqa: E402
 
-from dense_perception.core.camera_info_choice import (AFTER_WITHIN_SLOP,  # noqa: E402
+from dense_perception.core.geometry.camera_info_choice import (AFTER_WITHIN_SLOP,  # noqa: E402
                                                       LATEST_BEFORE)
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 from dense_perception.ros.camera_input import camera_info_qos  # noqa: E402

@@ -361,7 +361,7 @@ def test_reference_depth_on_a_slow_model(harness_factory):
     import threading
 
     from support.common import SlowRunner
-    from dense_perception.core.camera_info_choice import MATCHED, stamp_ns
+    from dense_perception.core.geometry.camera_info_choice import MATCHED, stamp_ns
 
     scene, s = PITCHED_WITH_BOX, 0.35
     h = harness_factory({"depth_scale_source": "reference_depth", "points_stride": STRIDE},

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from support.common import DA3_TEST_MODEL, REPO, TIPS_TEST_MODEL, run_cli
-from dense_perception.core.runner import ModelLoadError, open_runner
+from dense_perception.core.backends.runner import ModelLoadError, open_runner
 
 HAS_OPENVINO = bool(__import__("importlib").util.find_spec("openvino"))
 # The x86_64 ai-edge-litert 2.3 wheel has the OpenVINO plugin; the aarch64 one has none.
@@ -77,7 +77,7 @@ def test_another_openvino_release_is_named_with_the_one_to_install(tmp_path):
     (site / "openvino-2025.4.0.dist-info").mkdir()
     (site / "openvino-2025.4.0.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: openvino\nVersion: 2025.4.0\n")
-    script = ("import sys\nfrom dense_perception.core.runner import ModelLoadError, open_runner\n"
+    script = ("import sys\nfrom dense_perception.core.backends.runner import ModelLoadError, open_runner\n"
               "try:\n    open_runner(sys.argv[1], 'npu', log=print, npu_options={'vendor': "
               "'intel_openvino', 'device': 'CPU'})\nexcept ModelLoadError as exc:\n"
               "    print('ERROR', exc)\n")
@@ -202,7 +202,7 @@ def test_openvino_is_preloaded_from_another_folder(openvino, tmp_path):
             (elsewhere / name).symlink_to(Path(spec.origin).parent)
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     env["PYTHONPATH"] = os.pathsep.join([str(elsewhere), str(REPO)])
-    script = ("import sys\nfrom dense_perception.core.runner import open_runner\n"
+    script = ("import sys\nfrom dense_perception.core.backends.runner import open_runner\n"
               "r = open_runner(sys.argv[1], 'npu', log=print, npu_options={'vendor': "
               "'intel_openvino', 'device': 'CPU', 'cache_dir': 'off'})\nprint('DEVICE', r.device)")
     done = subprocess.run([plain, "-c", script, TIPS_TEST_MODEL], env=env, capture_output=True,
@@ -229,7 +229,7 @@ def test_openvino_is_preloaded_from_another_folder(openvino, tmp_path):
 def test_npu_inference_leaves_the_gil_free(openvino, tmp_path):
     """A Python thread keeps running during NPU inferences: the model is in a worker process.
     OpenVINO's dispatch in this process, for comparison, holds the GIL while it runs."""
-    from dense_perception.core.npu_runner import open_npu_runner
+    from dense_perception.core.backends.npu_runner import open_npu_runner
     from support.gil_ticks import Ticker, gil_was_free
 
     worker = open_runner(TIPS_TEST_MODEL, "npu", log=quiet, npu_options=on_cpu_device(tmp_path))
@@ -312,7 +312,7 @@ def test_node_with_backend_npu_publishes_known_depth_and_names_openvino(openvino
     from support.ros_harness import Harness, camera_info
     from support.model_truth import camera_colour_at_published, gradient_frame, tips_depth_of
     from dense_perception.core.conversions import image_msg_to_array
-    from dense_perception.core.fit import make_fit_plan
+    from dense_perception.core.geometry.fit import make_fit_plan
 
     h = Harness({"model_path": TIPS_TEST_MODEL, "backend": "npu", "npu_vendor":
                  "intel_openvino", "openvino_device": "CPU", "npu_cache_dir": str(tmp_path),

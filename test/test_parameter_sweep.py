@@ -22,7 +22,7 @@ from support.ros_harness import camera_info, wait_until  # noqa: E402
 from support.setting_values import other_value  # noqa: E402
 from tools.metric_scene import PITCHED_WITH_BOX, paint  # noqa: E402
 
-from dense_perception.core.camera_info_choice import MATCHED, stamp_ns  # noqa: E402
+from dense_perception.core.geometry.camera_info_choice import MATCHED, stamp_ns  # noqa: E402
 from dense_perception.core.parameters import PARAMS  # noqa: E402
 from dense_perception.ros.messages import array_to_image  # noqa: E402
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from tools.real_scenes import FRAMES, REAL_SCENES, available, floor_plane
-from dense_perception.core.intrinsics import Intrinsics
-from dense_perception.core.metric_scale import ground_plane_scale
-from dense_perception.core.pointcloud import depth_to_points
+from dense_perception.core.geometry.intrinsics import Intrinsics
+from dense_perception.core.scale.metric_scale import ground_plane_scale
+from dense_perception.core.geometry.pointcloud import depth_to_points
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
                                 "frames and PyD-Net++; see the issue's shared data)")

@@ -14,8 +14,8 @@ import pytest
 
 from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_errors, floor_plane,
                                oracle_scale, sparse_reference)
-from dense_perception.core.intrinsics import Intrinsics
-from dense_perception.core.metric_scale import DepthScaler, ScaleConfig
+from dense_perception.core.geometry.intrinsics import Intrinsics
+from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "

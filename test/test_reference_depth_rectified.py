@@ -17,9 +17,9 @@ import pytest
 
 import support.camera_scenes as cs
 from support.common import DA3_TEST_MODEL
-from dense_perception.core.camera_model import CameraModel
-from dense_perception.core.fit import make_fit_plan
-from dense_perception.core.metric_scale import DepthScaler, ScaleConfig, reference_scale
+from dense_perception.core.geometry.camera_model import CameraModel
+from dense_perception.core.geometry.fit import make_fit_plan
+from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, reference_scale
 from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
 
 SCALE = 1.5                      # metres per relative unit, the truth to recover

@@ -1,6 +1,6 @@
 """RoundRobinSlots: one newest-wins slot per camera, taken in turn."""
 
-from dense_perception.core.round_robin import RoundRobinSlots
+from dense_perception.core.scheduling.round_robin import RoundRobinSlots
 
 
 def test_newest_wins_per_key_and_keys_take_turns():

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe, hardware_gpu
-from dense_perception.core.runner import (CompiledModelRunner, InterpreterRunner, ModelLoadError,
-                                     litert_version, open_runner)
+from dense_perception.core.backends.runner import ModelLoadError, litert_version, open_runner
+from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 
 LITERT_2 = not litert_version().startswith("1.")
 
@@ -77,8 +77,8 @@ def test_cpu_compiled_model_runs_in_a_worker_that_leaves_the_gil_free(maker):
     """cpu_precision's fp16 path runs CompiledModel on the CPU, whose run holds the GIL; in its
     worker process a Python thread keeps running meanwhile. Here with XNNPACK's fp32 flags
     (fp16 needs an ARMv8.2 CPU: make test-arm64), against the test model's closed form."""
-    from dense_perception.core.cpu_precision import XNNPACK_FLAG_QS8, XNNPACK_FLAG_QU8
-    from dense_perception.core.gpu_runner import GpuProcessRunner
+    from dense_perception.core.backends.cpu_precision import XNNPACK_FLAG_QS8, XNNPACK_FLAG_QU8
+    from dense_perception.core.backends.gpu_runner import GpuProcessRunner
     from support.gil_ticks import Ticker, gil_was_free
 
     flags = XNNPACK_FLAG_QS8 | XNNPACK_FLAG_QU8

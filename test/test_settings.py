@@ -10,7 +10,7 @@ import pytest
 
 from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
 
-from dense_perception.core.metric_scale import ScaleConfig
+from dense_perception.core.scale.metric_scale import ScaleConfig
 from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME
 from dense_perception.core.pipeline import PipelineConfig, load_pipeline
 from dense_perception.core.settings import SCALE_FIELDS

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from dense_perception.core.two_stage import LiveTwoStage, OrderedTwoStage
+from dense_perception.core.scheduling.two_stage import LiveTwoStage, OrderedTwoStage
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -22,14 +22,15 @@ from typing import Callable
 
 import numpy as np
 
-from dense_perception.core.camera_model import CameraModel
-from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.geometry.camera_model import CameraModel
+from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
 from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
-from dense_perception.core.pointcloud import depth_to_points
+from dense_perception.core.geometry.pointcloud import depth_to_points
 from tools.reference import reference_points
 from tools.bench_cameras import camera_rates, load_memory, node_memory
-from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner, default_num_threads, litert_version
+from dense_perception.core.backends.runner import default_num_threads, litert_version
+from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 from dense_perception.core.timing import StageTimer
 from tools.scene import make_sample_scene, scene_intrinsics
 
@@ -181,7 +182,7 @@ def bench_metric_scale(runs: int) -> dict:
     504x896 grid, for each source, in interleaved rounds. The bundled DA3 test model sees a
     painted floor + wall + box scene (tools.metric_scene), so the estimators do their real work
     (the cost does not depend on the network, only on the grid and the reference's size)."""
-    from dense_perception.core.metric_scale import DepthScaler, ScaleConfig
+    from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
     from tools.metric_scene import HEIGHT, WIDTH, Scene, paint
     scene = Scene(height=0.6, pitch_deg=20.0, wall=1.6, box=(-0.3, 0.1, 0.8, 1.0, 0.2))
     z, _ = scene.depth_and_surface()
@@ -218,7 +219,7 @@ def bench_metric_scale(runs: int) -> dict:
 
 LOAD_PROBE = """
 import sys, time
-from dense_perception.core.runner import InterpreterRunner, CompiledModelRunner
+from dense_perception.core.backends.runner_base import InterpreterRunner, CompiledModelRunner
 path, mode, threads, cache = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 start = time.perf_counter()
 if mode == "interpreter":
@@ -293,7 +294,7 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
 
 NPU_LOAD_PROBE = """
 import sys, time
-from dense_perception.core.npu_runner import open_npu_runner
+from dense_perception.core.backends.npu_runner import open_npu_runner
 start = time.perf_counter()
 runner = open_npu_runner(sys.argv[1], "intel_openvino", sys.argv[2], sys.argv[3], log=print)
 load = time.perf_counter() - start
@@ -307,8 +308,8 @@ def bench_npu(model_path: str, threads: int, runs: int, device: str, cache_dir: 
     """The NPU rows (backend npu through LiteRT's OpenVINO plugin on ``device``) against
     XNNPACK: bare invoke (interleaved), each output's Pearson r, and load + first invoke in fresh
     processes: JIT (no cache), cache cold (ahead-of-time compile, then load), cache warm."""
-    from dense_perception.core.cpu_precision import output_correlations, smooth_test_input
-    from dense_perception.core.npu_runner import open_npu_runner
+    from dense_perception.core.backends.cpu_precision import output_correlations, smooth_test_input
+    from dense_perception.core.backends.npu_runner import open_npu_runner
 
     cache = cache_dir / "npu_cache"
     npu = open_npu_runner(model_path, "intel_openvino", device, "off", log=lambda _: None)
@@ -346,7 +347,7 @@ def bench_gpu(kind: str, model_path: str, runs: int, node_seconds: float, rounds
     """The GPU rows, on whatever Vulkan adapter LiteRT selects (named): bare GPU invoke, our
     host stages as a share of it, GPU-vs-CPU fidelity through the pipeline beside the card's
     figures, and the node (backend gpu) vs a bare GPU invoke under the same 30 fps feed."""
-    from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+    from dense_perception.core.backends.gpu_runner import GpuProcessRunner, GpuUnavailableError
     from tools.gpu_check import bare_gpu_invoke, pipeline_fidelity
     from tools.loadgen import run_stream
     try:
@@ -485,7 +486,7 @@ def want_gpu(choice: str) -> bool:
     """Whether to measure the GPU rows: 'auto' skips a CPU-emulated adapter (and says so)."""
     if choice != "auto":
         return choice == "on"
-    from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+    from dense_perception.core.backends.gpu_runner import GpuProcessRunner, GpuUnavailableError
     try:
         probe = GpuProcessRunner(str(Path(__file__).parents[1] / "models"
                                      / "test_da3_small.tflite"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -32,10 +31,10 @@ sys.path.insert(0, sys.argv[4])
 from tools.bench_cameras import proc_memory_mb
 mode, model, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if mode == "interpreter":
-    from dense_perception.core.runner import InterpreterRunner
+    from dense_perception.core.backends.runner_base import InterpreterRunner
     runner = InterpreterRunner(model, threads)
 else:
-    from dense_perception.core.runner import CompiledModelRunner
+    from dense_perception.core.backends.runner_base import CompiledModelRunner
     runner = CompiledModelRunner(model, "cpu", threads, weight_cache=sys.argv[5])
 for _ in range(2):
     runner.run()

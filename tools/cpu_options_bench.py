@@ -23,8 +23,8 @@ def candidates(path: str, threads: int) -> dict[str, Callable[[], object]]:
     """Runners by label (those that fail to initialise are reported and left out)."""
     from ai_edge_litert.cpu_kernel_mode import CpuKernelMode
 
-    from dense_perception.core.cpu_precision import FP16_XNNPACK_FLAGS, native_fp16
-    from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner
+    from dense_perception.core.backends.cpu_precision import FP16_XNNPACK_FLAGS, native_fp16
+    from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 
     makers: dict[str, Callable[[], object]] = {
         "Interpreter (XNNPACK)": lambda: InterpreterRunner(path, threads),
@@ -47,14 +47,14 @@ def candidates(path: str, threads: int) -> dict[str, Callable[[], object]]:
 
 def _compiled(path: str, threads: int, **cpu_options):
     """A CompiledModel CPU runner with extra CpuOptions fields."""
-    from dense_perception.core.runner import CompiledModelRunner
+    from dense_perception.core.backends.runner_base import CompiledModelRunner
 
     return CompiledModelRunner(path, "cpu", threads, cpu_options=cpu_options)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print median invoke ms and output agreement per option set."""
-    from dense_perception.core.runner import default_num_threads
+    from dense_perception.core.backends.runner import default_num_threads
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")

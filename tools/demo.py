@@ -39,7 +39,7 @@ from dense_perception.offline.fileio import write_ply
 from dense_perception.ros.messages import MESSAGE_CLASSES, intrinsics_to_camera_info
 from dense_perception.core.models import ModelSignatureError, ModelSpec
 from dense_perception.core.model_detection import detect_model_spec
-from dense_perception.core.runner import ModelLoadError, check_model_file, resolve_model_path
+from dense_perception.core.backends.runner import ModelLoadError, check_model_file, resolve_model_path
 from tools.node_process import NodeProcess
 from tools.ros_client import FRAME_ID, LEVEL_NAMES, ScenePlayer, decode_status, node_status
 from tools.scene import make_sample_scene, scene_intrinsics

@@ -70,7 +70,7 @@ run() {
   [ "$(ldconfig -p | grep -c libvulkan)" -gt 0 ] || echo "WARNING: no libvulkan in ldconfig: carry .gl"
   # The adapter LiteRT selects; NVIDIA's ICD may need naming (device README).
   probe() { timeout 120 python3 -c "
-from dense_perception.core.gpu_runner import GpuProcessRunner
+from dense_perception.core.backends.gpu_runner import GpuProcessRunner
 r = GpuProcessRunner('models/test_da3_small.tflite'); r.close()
 print('ADAPTER', r.adapter.describe() if r.adapter else 'unnamed', 'fully_accelerated', r.fully_accelerated)
 " 2>/dev/null | grep ADAPTER; }

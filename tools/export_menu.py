@@ -122,7 +122,7 @@ def build(out: Path, checkpoint: str | None = None) -> None:
 
 def cpu_support() -> dict:
     """The CPU's model and the instructions that decide int8 / fp16 speed (/proc/cpuinfo)."""
-    from dense_perception.core.cpu_precision import native_fp16
+    from dense_perception.core.backends.cpu_precision import native_fp16
 
     text = ""
     try:
@@ -143,8 +143,8 @@ def cpu_support() -> dict:
 
 
 def _runner(path: str, arith: str, threads: int):
-    from dense_perception.core.cpu_precision import FP16_XNNPACK_FLAGS
-    from dense_perception.core.runner import CompiledModelRunner, InterpreterRunner
+    from dense_perception.core.backends.cpu_precision import FP16_XNNPACK_FLAGS
+    from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 
     if arith == "fp32":
         return InterpreterRunner(path, threads)
@@ -161,7 +161,7 @@ def measure(folder: Path, threads: int, rounds: int, fp16_arith: bool = True) ->
     """One row per menu file present (and, on CPUs with native fp16, one more per file with
     XNNPACK's fp16 arithmetic): size, bare invoke (interleaved rounds), ratio to the card's
     graph, fidelity vs the official model at the same size, int8 vs fp32 at the same size."""
-    from dense_perception.core.cpu_precision import native_fp16
+    from dense_perception.core.backends.cpu_precision import native_fp16
 
     variants = [v for v in menu() if (folder / v.file).exists()]
     if not variants or not all((folder / official_file(v.width, v.height)).exists()
@@ -270,7 +270,7 @@ def table(rows: list[dict], cpu: dict | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``build`` or ``measure``."""
-    from dense_perception.core.runner import default_num_threads
+    from dense_perception.core.backends.runner import default_num_threads
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dense_perception.core.gpu_runner import GpuProcessRunner
-from dense_perception.core.pipeline import DensePipeline, Request, load_pipeline
+from dense_perception.core.backends.gpu_runner import GpuProcessRunner
+from dense_perception.core.pipeline import Request, load_pipeline
 
 # The cards' GPU-vs-CPU agreement (shared/model-cards): DA3-Small on an Adreno/Mali GPU vs
 # XNNPACK, TIPSv2-B14-DPT likewise.
@@ -110,7 +110,7 @@ def two_stage_rate(model_path: str, seconds: float = 20.0, fps: float = 30.0,
     into a newest-wins slot, an inference thread, a post-processing thread (every product);
     output rate vs the bare GPU invoke rate measured right after under the same feed."""
     import threading
-    from dense_perception.core.frame_slot import FrameSlot
+    from dense_perception.core.scheduling.frame_slot import FrameSlot
     from tools.scene import make_sample_scene, scene_intrinsics
     frame = make_sample_scene()
     k = scene_intrinsics()

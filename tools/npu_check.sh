@@ -34,8 +34,8 @@ export ADSP_LIBRARY_PATH="${ADSP_LIBRARY_PATH:-$LIBS}"
 import sys
 import time
 
-from dense_perception.core.cpu_precision import output_correlations, smooth_test_input
-from dense_perception.core.runner import ModelLoadError, open_runner
+from dense_perception.core.backends.cpu_precision import output_correlations, smooth_test_input
+from dense_perception.core.backends.runner import ModelLoadError, open_runner
 
 model, libs = sys.argv[1], sys.argv[2]
 try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.models import ModelSpec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.geometry.intrinsics import Intrinsics
 
 SCENE_SIZE = (1280, 720)  # width, height
 SCENE_HFOV_DEG = 70.0

@@ -14,7 +14,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .intrinsics import Intrinsics
+from .geometry.intrinsics import Intrinsics
 from .preprocess import PIXEL_FORMATS
 
 POINT_FIELD_FLOAT32 = 7  # sensor_msgs/PointField.FLOAT32

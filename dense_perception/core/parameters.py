@@ -13,14 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from .metric_scale import SCALE_SOURCES
+from .geometry.fit import FIT_MODES, OUTPUT_RESOLUTIONS
+from .scale.metric_scale import SCALE_SOURCES
 from .depth_model import DEPTH_OUTPUT_KINDS, NORMALIZATIONS, mean_std_problem
 from .models import MODEL_TYPES
-from .cpu_precision import CPU_PRECISIONS
-from .runner_base import BACKENDS, GPU_PRECISIONS
-from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
-from .npu_runner import NPU_VENDORS, OPENVINO_DEVICES
+from .backends.cpu_precision import CPU_PRECISIONS
+from .backends.runner_base import BACKENDS, GPU_PRECISIONS
+from .backends.gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
+from .backends.npu_runner import NPU_VENDORS, OPENVINO_DEVICES
 from .products import DEPTH_ENCODINGS
 from .setting_names import NODE, Syntax
 

@@ -13,20 +13,20 @@ from typing import Any
 import numpy as np
 
 from . import postprocess as post
-from .camera_model import CameraModel, as_camera_model
+from .geometry.camera_model import CameraModel, as_camera_model
 from .confidence import PROBABILITY, QUANTILE, confident_pixels
 from .depth_model import DepthOptions
-from .host_threads import HostThreads, resolve_host_threads
-from .fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
-from .intrinsics import Intrinsics
-from .metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
+from .scheduling.host_threads import HostThreads, resolve_host_threads
+from .geometry.fit import FitPlan, Interp, make_fit_plan, FIT_MODES, OUTPUT_RESOLUTIONS
+from .geometry.intrinsics import Intrinsics
+from .scale.metric_scale import (ESTIMATED_SOURCES, SCALE_SOURCES, DepthScaler, ScaleReport,
                            fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec
 from .model_detection import detect_model_spec
-from .pointcloud import depth_to_points, nearest_per_voxel
+from .geometry.pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
-from .rectify import Rectifier
-from .runner import Runner, check_model_file, open_runner
+from .geometry.rectify import Rectifier
+from .backends.runner import Runner, check_model_file, open_runner
 from .setting_names import NODE, Syntax
 from .timing import StageTimer
 

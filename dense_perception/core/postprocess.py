@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 
 if TYPE_CHECKING:
-    from .host_threads import HostThreads
+    from .scheduling.host_threads import HostThreads
 
 INVALID_LABEL = 255  # mono8 label for pixels the model did not see (outside the crop)
 
@@ -240,7 +240,7 @@ def labels_and_probability(logits: np.ndarray, probability: bool,
     their minimum (a part's invalid 255 is above every class id) and their sums added.
     """
     if threads is None:  # one part of each, in this thread (no pool is started)
-        from .host_threads import HostThreads
+        from .scheduling.host_threads import HostThreads
         threads = HostThreads(1)
     planes = logits[0]
     start = time.perf_counter()

@@ -18,7 +18,7 @@ import numpy as np
 from . import postprocess as post
 from .compressed import (Compressed, CompressionConfig, compressed_depth, jpeg,
                          png_mono)
-from .intrinsics import Intrinsics
+from .geometry.intrinsics import Intrinsics
 from .pipeline import Products, Request
 from .timing import StageTimer
 

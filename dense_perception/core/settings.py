@@ -13,7 +13,7 @@ from typing import Any
 
 from .compressed import CompressionConfig
 from .depth_model import DepthOptions
-from .metric_scale import ScaleConfig
+from .scale.metric_scale import ScaleConfig
 from .parameters import PARAMS_BY_NAME
 from .pipeline import PipelineConfig
 
@@ -54,3 +54,9 @@ def scale_config(values: dict[str, Any], per_frame: bool = False) -> ScaleConfig
 def depth_options(values: dict[str, Any]) -> DepthOptions:
     """How to read a ``model_type`` 'depth' file, from ``values``."""
     return DepthOptions.from_values(values)
+
+
+def npu_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The NPU keyword arguments of ``open_runner`` (``npu_options``) among ``values``."""
+    return {"vendor": values["npu_vendor"], "device": values["openvino_device"],
+            "cache_dir": values["npu_cache_dir"], "library_dir": values["npu_library_dir"]}

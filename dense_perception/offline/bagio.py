@@ -24,12 +24,12 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.conversions import (BadImageError, camera_info_fields, cloud_fields,
                                 compressed_to_array, image_fields, image_to_array)
 from ..core.compressed import CompressionConfig
 from ..core.products import OUTPUTS, classes_message, product_messages
-from ..core.intrinsics import Intrinsics
+from ..core.geometry.intrinsics import Intrinsics
 
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
@@ -274,7 +274,7 @@ class BagInput:
 class CameraInfoIndex:
     """Every CameraInfo of a topic, read once up front (kept serialised until chosen), so a
     frame finds its own even when the CameraInfo was logged after the image. The choice is
-    the node's (:mod:`~dense_perception.core.camera_info_choice`)."""
+    the node's (:mod:`~dense_perception.core.geometry.camera_info_choice`)."""
 
     def __init__(self, bag: BagInput, connections: list[Any]) -> None:
         self._history: CameraInfoHistory[tuple[Any, bytes]] = CameraInfoHistory()

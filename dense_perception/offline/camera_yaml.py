@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core.camera_model import CameraModel
+from ..core.geometry.camera_model import CameraModel
 from .bagio import CAMERA_INFO, TYPESTORE
 from .fileio import InputError
 from .loop import Frame

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..core.allocator import keep_freed_memory
 from ..core.models import MODEL_TYPES, ModelSignatureError
-from ..core.runner import ModelLoadError
+from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
 from .fleet import is_fleet, run_fleet

@@ -39,7 +39,7 @@ def error(exc: BaseException | str) -> None:
 def is_user_error(exc: BaseException) -> bool:
     """An error the user can fix (bad input, bad option, file system) or one of the machine's
     (a GPU inference that hung: that input fails, the next goes on), not a bug."""
-    from ..core.gpu_runner import GpuWorkerError
+    from ..core.backends.gpu_runner import GpuWorkerError
     from .bagio import BagError
     from .fileio import InputError
     from .scale_options import ScaleOptionError

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, interactive,
                       say)
-from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,  # noqa: F401
+from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,
                          run_one, with_attempt)
 from .process import ModelSession, input_kind
 from .settings_args import dest

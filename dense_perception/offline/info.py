@@ -9,8 +9,8 @@ from typing import Any
 
 from ..core.models import ModelSignatureError, format_signature
 from ..core.model_detection import detect_model_spec
-from ..core.native_log import quiet_native_stderr, with_gpu_reason
-from ..core.runner import (ModelLoadError, check_model_file, litert_version, open_runner,
+from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
+from ..core.backends.runner import (ModelLoadError, check_model_file, litert_version, open_runner,
                            resolve_model_path)
 from .console import EXIT_OK, CliError
 

@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..core.metric_scale import ScaleTally
+from ..core.scale.metric_scale import ScaleTally
 from ..core.pipeline import DensePipeline, Request
-from ..core.two_stage import OrderedTwoStage
+from ..core.scheduling.two_stage import OrderedTwoStage
 from . import console
 from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,
                       is_user_error, warn)

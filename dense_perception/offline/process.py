@@ -18,13 +18,12 @@ from typing import Any, Callable, Iterator
 
 from ..core.models import ModelSpec
 from ..core.model_detection import detect_model_spec
-from ..core.native_log import quiet_native_stderr, with_gpu_reason
-from ..core.npu_runner import npu_options
+from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.parameters import default_confidence
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import COMPRESSED, OUTPUT_GROUPS, available_groups, request_for
-from ..core.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
-from ..core.settings import compression_config, depth_options, pipeline_config
+from ..core.backends.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
+from ..core.settings import compression_config, depth_options, npu_options, pipeline_config
 from ..core.timing import StageTimer
 from .bag_cameras import bag_events, bag_cameras, camera_scaler, missing_camera_info
 from .camera_yaml import calibrated_frames, check_calibration_size, load_camera_info_yaml
@@ -175,7 +174,7 @@ class ModelSession:
         if failure is not None:
             raise ModelLoadError(with_gpu_reason(failure, native) if args.backend == "gpu"
                                  and not args.verbose else failure)
-        fallback = getattr(pipeline.runner, "fallback_note", "") or next(
+        fallback = pipeline.runner.fallback_note or next(
             (n for n in notes if n.startswith("GPU unavailable")), "")
         if fallback and not args.verbose:
             fallback = with_gpu_reason(fallback, native)

@@ -1,7 +1,7 @@
 """The offline command's metric-scale options (DA3): arguments, checks, scaler, reference topic.
 
 Kept apart from cli.py so the command only hooks them in; the estimation itself is
-:mod:`dense_perception.core.metric_scale`, the same code the node runs.
+:mod:`dense_perception.core.scale.metric_scale`, the same code the node runs.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..core.metric_scale import ESTIMATED_SOURCES, DepthScaler, relative_output_problem
+from ..core.scale.metric_scale import ESTIMATED_SOURCES, DepthScaler, relative_output_problem
 from ..core.models import ModelSpec
 from ..core.settings import scale_config
 from .settings_args import OFFLINE, setting_values

@@ -11,15 +11,15 @@ from typing import Any, Callable
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
-from ..core.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.metric_scale import DepthScaler
-from ..core.reference_window import ReferenceWindow
+from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
+from ..core.scale.metric_scale import DepthScaler
+from ..core.scale.reference_window import ReferenceWindow
+from ..core.settings import scale_config
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
 from .compat import GraphWatch
 from .diagnostics import FrameStats
 from .outputs import Outputs
-from .parameters import scale_config
 
 CAMERA_INFO_HISTORY = 30
 

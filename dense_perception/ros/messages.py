@@ -13,7 +13,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, Poi
 from std_msgs.msg import Header, String
 
 from ..core.conversions import camera_info_fields, cloud_fields, image_fields
-from ..core.intrinsics import Intrinsics
+from ..core.geometry.intrinsics import Intrinsics
 
 # rclpy message classes by the type names of products.OUTPUTS.
 MESSAGE_CLASSES: dict[str, type] = {

@@ -16,11 +16,10 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
-from ..core.metric_scale import ESTIMATED_SOURCES, relative_output_problem
-from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec,  # noqa: F401
-                                camera_heights_for, camera_heights_problem,
-                                ignored_camera_height)
-from ..core.settings import depth_options, pipeline_config, scale_config  # noqa: F401 (the node's)
+from ..core.scale.metric_scale import ESTIMATED_SOURCES, relative_output_problem
+from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for,
+                                camera_heights_problem, ignored_camera_height)
+from ..core.settings import pipeline_config, scale_config
 from .compat import parameter_descriptor
 
 # The scale settings of DA3 and the depth_scale_source values that read them; a metric model

@@ -22,32 +22,30 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image
 
-from ..core.camera_info_choice import stamp_ns
+from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
-from ..core.frame_slot import FrameSlot
-from ..core.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
+from ..core.scheduling.frame_slot import FrameSlot
+from ..core.scale.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
 from ..core.parameters import (MODEL_STATUS, PARAMS, camera_heights_for,
                                camera_heights_problem, camera_names, default_confidence)
-from ..core.gpu_runner import GpuWorkerFailedError, gpu_details
-from ..core.npu_runner import npu_details, npu_options
 from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
 from ..core.products import request_for
-from ..core.runner import ModelLoadError, resolve_model_path
-from ..core.settings import compression_config
-from ..core.round_robin import RoundRobinSlots
+from ..core.backends.runner import ModelLoadError, resolve_model_path
+from ..core.backends.runner_base import RunnerLostError
+from ..core.settings import compression_config, depth_options, npu_options, pipeline_config
+from ..core.scheduling.round_robin import RoundRobinSlots
 from ..core.timing import RateMeter
-from ..core.two_stage import LiveTwoStage
+from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
 from .camera_input import CameraInput
 from .compat import GraphWatch, add_parameter_callbacks
 from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
 from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
-                         depth_units_problem, estimates_scale, parameter_value,
-                         depth_options, pipeline_config, scale_config)
+                         depth_units_problem, estimates_scale, parameter_value)
 
 NODE_NAME = "dense_perception"
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
@@ -163,9 +161,8 @@ class Perception:
         """Stop the workers and the GPU worker process, if any (an inference in progress is
         not waited for)."""
         self.stages.stop()
-        close = getattr(self.pipeline.runner, "close", None) if self.pipeline else None
-        if close is not None:
-            close()
+        if self.pipeline is not None:
+            self.pipeline.runner.close()
 
     def close(self) -> None:
         """Stop the workers and free everything, the model included."""
@@ -240,7 +237,7 @@ class Perception:
 
     # ---- the two stages (worker threads) ---------------------------------------------------------
     def _on_failure(self, exc: Exception) -> None:
-        if isinstance(exc, GpuWorkerFailedError) and not self.fatal:
+        if isinstance(exc, RunnerLostError) and not self.fatal:
             self.fatal = str(exc)  # node.main exits non-zero with it
         # which camera's frame failed is not known here: count it on each camera that waits
         for channel in self.channels:
@@ -372,11 +369,11 @@ class Perception:
             input_hz=channel.in_rate.rate(), output_hz=channel.out_rate.rate(),
             received=channel.in_rate.total,
             dropped=self.stages.dropped_for(channel.name) if several else self.frames_dropped,
-            backend_note=getattr(pipeline.runner, "fallback_note", ""), state=self.state,
+            backend_note=pipeline.runner.fallback_note, state=self.state,
             input_qos=channel.camera.reliability(),
             depth_scale=self._depth_scale_status(channel, values),
-            backend_details={**gpu_details(pipeline.runner), **npu_details(pipeline.runner)},
-            expected_frame_ms=getattr(pipeline.runner, "warmup_ms", None),
+            backend_details=pipeline.runner.details(),
+            expected_frame_ms=pipeline.runner.warmup_ms,
             host_threads=pipeline.host_threads.threads, turns=turns,
             bandwidth=channel.outputs.bandwidth_rates())
 

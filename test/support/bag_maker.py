@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
-from dense_perception.core.intrinsics import Intrinsics
+from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.offline import bagio
 from support.model_truth import da3_depth_of
 

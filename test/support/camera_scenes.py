@@ -274,8 +274,8 @@ def depth_image_proc_points(depth: np.ndarray, p: list[float]) -> np.ndarray:
 def main() -> None:
     """The issue-12 table: before (K only, no rectification) and after, through the pipeline."""
     from pathlib import Path
-    from dense_perception.core.camera_model import CameraModel
-    from dense_perception.core.intrinsics import Intrinsics
+    from dense_perception.core.geometry.camera_model import CameraModel
+    from dense_perception.core.geometry.intrinsics import Intrinsics
     from dense_perception.core.pipeline import Request, load_pipeline
     model = str(Path(__file__).resolve().parents[2] / "models" / "test_tipsv2_b14_dpt.tflite")
     pipeline = load_pipeline(model, backend="cpu", log=lambda _: None)

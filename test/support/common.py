@@ -36,11 +36,11 @@ def gpu_probe():
     """(adapter, "") when LiteRT's GPU backend works here (adapter may be a CPU emulation such
     as lavapipe), else (None, why not). Probed once per test session."""
     if not _GPU_PROBE:
-        from dense_perception.core.runner import litert_version
+        from dense_perception.core.backends.runner import litert_version
         if litert_version().startswith("1."):
             _GPU_PROBE.append((None, "the GPU backend needs ai-edge-litert 2.x"))
         else:
-            from dense_perception.core.gpu_runner import GpuProcessRunner, GpuUnavailableError
+            from dense_perception.core.backends.gpu_runner import GpuProcessRunner, GpuUnavailableError
             try:
                 runner = GpuProcessRunner(DA3_TEST_MODEL)
                 runner.close()

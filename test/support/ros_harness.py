@@ -15,7 +15,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo
 
-from dense_perception.core.camera_info_choice import MATCHED, stamp_ns
+from dense_perception.core.geometry.camera_info_choice import MATCHED, stamp_ns
 from dense_perception.core.products import OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES
 from dense_perception.ros.node import DensePerceptionNode

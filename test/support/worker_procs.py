@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-WORKER_MODULE = "dense_perception.core.gpu_worker"
+WORKER_MODULE = "dense_perception.core.backends.gpu_worker"
 
 
 def state_and_parent(pid: int) -> tuple[str, int] | None:

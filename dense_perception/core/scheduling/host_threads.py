@@ -13,7 +13,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, TypeVar
 
-from .runner_base import default_num_threads
+from ..backends.runner_base import default_num_threads
 
 AUTO_MAX = 4  # more bands than this buy nothing at these image sizes (and a Pi 5 has 4 cores)
 T = TypeVar("T")

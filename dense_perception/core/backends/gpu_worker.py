@@ -12,7 +12,7 @@ Protocol: one JSON request per line on stdin, one JSON reply per line on the ori
    float32 at those byte offsets of the shared memory, an anonymous memfd inherited as ``fd``.
 3. ``{"run": true}`` -> ``{"ok", "ms"}``: inference on the shared input, outputs written there.
 
-Started as ``python -m dense_perception.core.gpu_worker --parent PID``: it asks the kernel to
+Started as ``python -m dense_perception.core.backends.gpu_worker --parent PID``: it asks the kernel to
 SIGKILL it when that parent dies (``PR_SET_PDEATHSIG``), so a killed or crashed node never leaves
 a worker behind, not even one hung in the GPU driver.
 """
@@ -117,7 +117,7 @@ def die_with_parent(parent: int) -> None:
 
 
 def main() -> int:
-    """Entry point: ``python -m dense_perception.core.gpu_worker [--parent PID]`` (started by
+    """Entry point: ``python -m dense_perception.core.backends.gpu_worker [--parent PID]`` (started by
     the runner)."""
     if len(sys.argv) == 3 and sys.argv[1] == "--parent":
         die_with_parent(int(sys.argv[2]))

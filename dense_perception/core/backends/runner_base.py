@@ -14,9 +14,6 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-import ai_edge_litert
-from ai_edge_litert.interpreter import Interpreter
-
 from .model_pages import release_file_pages
 
 BACKENDS = ("auto", "gpu", "cpu", "npu")  # npu: LiteRT vendor plugins (.npu_runner)
@@ -28,14 +25,27 @@ class ModelLoadError(RuntimeError):
     """The model file cannot be used; the message says what is wrong and how to fix it."""
 
 
+class RunnerLostError(RuntimeError):
+    """The backend is unusable for this process (a GPU worker that kept dying): every later
+    ``run`` raises this too, so a node exits rather than skip every frame."""
+
+
 class Runner(Protocol):
-    """What the pipeline needs from a loaded model."""
+    """What the pipeline and the front ends need from a loaded model (every backend has it:
+    :class:`RunnerBase`), so they never import a backend."""
 
     backend: str        # "cpu", "gpu" or "npu"
     description: str    # e.g. "cpu (XNNPACK Interpreter, 4 threads)"
     fallback_note: str  # why backend 'auto' is not on the GPU ("" otherwise)
+    warmup_ms: float | None  # the warm-up inference's time (what a frame costs), None: not run
     input_shapes: list[tuple[int, ...]]
     output_shapes: list[tuple[int, ...]]
+
+    def details(self) -> dict[str, str]:
+        """Diagnostic key/values of the backend (adapter, device, restarts; {} for XNNPACK)."""
+
+    def close(self) -> None:
+        """Free what the backend holds outside this process's heap (a worker process)."""
 
     def input_buffer(self) -> np.ndarray:
         """The model input to write in place (do not keep it past the next ``run``)."""
@@ -44,8 +54,53 @@ class Runner(Protocol):
         """Run once; outputs in model order, valid until the next ``run``."""
 
 
+class RunnerBase:
+    """The defaults every runner shares (see :class:`Runner`)."""
+
+    backend = "cpu"
+    description = ""
+    fallback_note = ""
+    warmup_ms: float | None = None
+
+    def details(self) -> dict[str, str]:
+        """Diagnostic key/values of a GPU or NPU runner; {} for others."""
+        return {**gpu_details(self), **npu_details(self)}
+
+    def close(self) -> None:
+        """Nothing to free beyond the heap."""
+
+
+def gpu_details(runner: object) -> dict[str, str]:
+    """Diagnostic key/values for a GPU runner (adapter, type, acceleration); {} for others."""
+    if getattr(runner, "backend", "") != "gpu":  # (duck-typed: tests wrap runners)
+        return {}
+    adapter = getattr(runner, "adapter", None)
+    return {
+        "gpu adapter": adapter.name if adapter else "not reported by LiteRT",
+        "gpu adapter backend": adapter.backend if adapter else "-",
+        "gpu adapter type": (adapter.type + (" (CPU emulation)" if adapter.is_software else ""))
+        if adapter else "-",
+        "gpu fully accelerated": "yes" if getattr(runner, "fully_accelerated", False) else "no",
+        "gpu precision": getattr(runner, "precision", "-"),
+        "gpu timeout (s)": f"{getattr(runner, 'timeout_s', float('nan')):g}",
+        "gpu worker restarts": str(getattr(runner, "restarts", 0)),
+    }
+def npu_details(runner: object) -> dict[str, str]:
+    """Diagnostic key/values for an NPU runner (vendor, device, plugin, acceleration, compile
+    or cache time); {} for others."""
+    if getattr(runner, "backend", "") != "npu":  # (duck-typed: tests wrap runners)
+        return {}
+    return {
+        "npu vendor": getattr(runner, "vendor", "-"),
+        "npu device": getattr(runner, "device", "-"),
+        "npu plugin": getattr(runner, "plugin", "-"),
+        "npu fully accelerated": "yes" if getattr(runner, "fully_accelerated", False) else "no",
+        "npu compile": getattr(runner, "compile_note", "-"),
+        "npu worker restarts": str(getattr(runner, "restarts", 0)),
+    }
 def litert_version() -> str:
     """The installed ai-edge-litert version."""
+    import ai_edge_litert  # LiteRT loads when a model does: the settings and --help need none
     return getattr(ai_edge_litert, "__version__", "unknown")
 
 
@@ -57,12 +112,13 @@ def default_num_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class InterpreterRunner:
+class InterpreterRunner(RunnerBase):
     """CPU inference with the LiteRT Interpreter and its default XNNPACK delegate."""
 
     backend = "cpu"
 
     def __init__(self, model_path: str, num_threads: int) -> None:
+        from ai_edge_litert.interpreter import Interpreter
         self._interpreter = Interpreter(model_path=model_path, num_threads=num_threads)
         self._interpreter.allocate_tensors()
         inputs = self._interpreter.get_input_details()
@@ -85,7 +141,7 @@ class InterpreterRunner:
         return [view() for view in self._outputs]
 
 
-class CompiledModelRunner:
+class CompiledModelRunner(RunnerBase):
     """Inference with the LiteRT CompiledModel API (2.x) on an accelerator: the GPU, or the CPU
     (which lets tests exercise this code path on machines without a GPU)."""
 

@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 from .cpu_precision import CPU_PRECISIONS, open_cpu_runner
-from .runner_base import (BACKENDS, GPU_PRECISIONS, CompiledModelRunner,  # noqa: F401
-                          InterpreterRunner, Log, ModelLoadError, Runner, default_num_threads,
-                          litert_version)
-from .tflite_file import CorruptModelError, TfliteSignature, read_signature
+from .runner_base import (BACKENDS, GPU_PRECISIONS, Log, ModelLoadError, Runner,
+                          default_num_threads, litert_version)
+from ..tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 
 def resolve_model_path(model_path: str) -> str:
@@ -34,7 +33,7 @@ def resolve_model_path(model_path: str) -> str:
     package's share/dense_perception/models/ (colcon) or the source tree's models/ folder."""
     if not model_path or Path(model_path).is_absolute() or Path(model_path).exists():
         return model_path
-    candidates = [Path(__file__).resolve().parents[2] / "models" / model_path]
+    candidates = [Path(__file__).resolve().parents[3] / "models" / model_path]
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.insert(0, Path(get_package_share_directory("dense_perception")) / "models"

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .intrinsics import Intrinsics
+from ..geometry.intrinsics import Intrinsics
 
 GROUND_SAMPLE_POINTS = 2000   # about this many points of the lower view go to the RANSAC
 GROUND_ITERATIONS = 256       # candidate planes, scored all at once

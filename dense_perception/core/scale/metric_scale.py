@@ -29,12 +29,12 @@ from typing import Hashable
 
 import numpy as np
 
-from .fit import FitPlan
+from ..geometry.fit import FitPlan
 from .ground_plane import (GROUND_INLIER_TOLERANCE, fit_ground_plane, ground_points,  # noqa: F401
                            lower_view_samples)
-from .intrinsics import Intrinsics
+from ..geometry.intrinsics import Intrinsics
 from .scale_filter import ScaleFilter
-from .setting_names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 
 SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth")

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from .intrinsics import Intrinsics
-from .preprocess import PIXEL_FORMATS, to_colour_words
+from ..preprocess import PIXEL_FORMATS, to_colour_words
 
 XYZ_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32)])
 XYZRGB_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32),

@@ -45,10 +45,11 @@ from typing import Any, Callable, NoReturn
 import numpy as np
 
 from .native_log import Adapter, NativeLog
+from .runner_base import RunnerBase, RunnerLostError
 
 Log = Callable[[str], None]
 _ALIGN = 64  # bytes; each array in the shared memory starts on a cache line
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding dense_perception
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding dense_perception
 DEFAULT_TIMEOUT_S = 30.0  # gpu_timeout: real models take milliseconds to tenths of a second
 DEFAULT_MAX_RESTARTS = 3  # gpu_max_restarts: restarts in a row before the GPU counts as lost
 STARTUP_TIMEOUT_S = 300.0  # loading, compiling and the first (shader-compiling) inference
@@ -64,7 +65,7 @@ class GpuWorkerError(RuntimeError):
     and the worker was restarted (the next ``run`` uses the fresh one)."""
 
 
-class GpuWorkerFailedError(GpuWorkerError):
+class GpuWorkerFailedError(GpuWorkerError, RunnerLostError):
     """The worker hung or died more than ``max_restarts`` times in a row, or could not be
     restarted: the GPU is unusable for this process (every later ``run`` raises this too)."""
 
@@ -73,7 +74,7 @@ class _NoAnswer(GpuUnavailableError):
     """The worker did not answer in time (it was killed)."""
 
 
-class GpuProcessRunner:
+class GpuProcessRunner(RunnerBase):
     """A :class:`~.runner.Runner` whose CompiledModel runs on the GPU in a worker process.
 
     ``adapter`` names the selected GPU adapter (None if LiteRT did not log it),
@@ -222,7 +223,7 @@ class GpuProcessRunner:
                                             if p)
         # Own session: a Ctrl-C in the terminal reaches the parent only, which then closes the
         # worker's stdin (the worker exits on EOF; on SIGKILL when the parent dies).
-        command = [sys.executable, "-m", "dense_perception.core.gpu_worker",
+        command = [sys.executable, "-m", "dense_perception.core.backends.gpu_worker",
                    "--parent", str(os.getpid())]
         self._proc = self._spawner.submit(
             subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -397,20 +398,3 @@ def _software_note(adapter: Adapter) -> str:
     return (f"GPU unavailable (the only GPU adapter, {adapter.describe()}, is a CPU emulation "
             "and slower than XNNPACK); fell back to CPU (XNNPACK). Set backend: gpu to use it "
             "anyway")
-
-
-def gpu_details(runner: object) -> dict[str, str]:
-    """Diagnostic key/values for a GPU runner (adapter, type, acceleration); {} for others."""
-    if getattr(runner, "backend", "") != "gpu":  # (duck-typed: tests wrap runners)
-        return {}
-    adapter = getattr(runner, "adapter", None)
-    return {
-        "gpu adapter": adapter.name if adapter else "not reported by LiteRT",
-        "gpu adapter backend": adapter.backend if adapter else "-",
-        "gpu adapter type": (adapter.type + (" (CPU emulation)" if adapter.is_software else ""))
-        if adapter else "-",
-        "gpu fully accelerated": "yes" if getattr(runner, "fully_accelerated", False) else "no",
-        "gpu precision": getattr(runner, "precision", "-"),
-        "gpu timeout (s)": f"{getattr(runner, 'timeout_s', float('nan')):g}",
-        "gpu worker restarts": str(getattr(runner, "restarts", 0)),
-    }

@@ -69,15 +69,6 @@ def resolve_cache_dir(value: str) -> str:
     return os.path.expanduser(value) if value else default_cache_dir()
 
 
-def npu_options(values: dict[str, Any]) -> dict[str, Any]:
-    """The NPU keyword arguments of :func:`open_npu_runner` from node parameter values (or
-    the offline command's arguments; missing ones take the parameters' defaults)."""
-    return {"vendor": values.get("npu_vendor", "auto"),
-            "device": values.get("openvino_device", "NPU"),
-            "cache_dir": values.get("npu_cache_dir", ""),
-            "library_dir": values.get("npu_library_dir", "")}
-
-
 def _litert_dir() -> Path:
     import ai_edge_litert
     return Path(ai_edge_litert.__file__).resolve().parent
@@ -384,18 +375,3 @@ def _log_started(runner, log: Log, warn: Log) -> None:
         f"{runner.compile_note}")
     if not runner.fully_accelerated:
         warn(f"the model's graph is {accelerated} on the NPU")
-
-
-def npu_details(runner: object) -> dict[str, str]:
-    """Diagnostic key/values for an NPU runner (vendor, device, plugin, acceleration, compile
-    or cache time); {} for others."""
-    if getattr(runner, "backend", "") != "npu":  # (duck-typed: tests wrap runners)
-        return {}
-    return {
-        "npu vendor": getattr(runner, "vendor", "-"),
-        "npu device": getattr(runner, "device", "-"),
-        "npu plugin": getattr(runner, "plugin", "-"),
-        "npu fully accelerated": "yes" if getattr(runner, "fully_accelerated", False) else "no",
-        "npu compile": getattr(runner, "compile_note", "-"),
-        "npu worker restarts": str(getattr(runner, "restarts", 0)),
-    }

@@ -1,0 +1,1 @@
+"""Who runs when: newest-wins hand-overs, the round robin of several cameras, the two-stage overlap and the host threads."""
