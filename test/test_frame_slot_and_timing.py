@@ -1,15 +1,15 @@
-"""The newest-wins frame slot and the timing helpers."""
+"""The newest-wins slot of one camera and the timing helpers."""
 
 import threading
 
 import pytest
 
-from dense_perception.core.scheduling.frame_slot import FrameSlot
+from dense_perception.core.scheduling.newest_slots import NewestSlots
 from dense_perception.core.timing import RateMeter, StageTimer
 
 
 def test_newest_wins_and_drops_are_counted():
-    slot = FrameSlot()
+    slot = NewestSlots()
     assert slot.put(1) is False
     assert slot.put(2) is True and slot.put(3) is True
     assert slot.dropped == 2
@@ -18,7 +18,7 @@ def test_newest_wins_and_drops_are_counted():
 
 
 def test_take_wakes_on_put():
-    slot = FrameSlot()
+    slot = NewestSlots()
     got = []
     worker = threading.Thread(target=lambda: got.append(slot.take(5.0)))
     worker.start()

@@ -110,15 +110,15 @@ def two_stage_rate(model_path: str, seconds: float = 20.0, fps: float = 30.0,
     into a newest-wins slot, an inference thread, a post-processing thread (every product);
     output rate vs the bare GPU invoke rate measured right after under the same feed."""
     import threading
-    from dense_perception.core.scheduling.frame_slot import FrameSlot
+    from dense_perception.core.scheduling.newest_slots import NewestSlots
     from tools.scene import make_sample_scene, scene_intrinsics
     frame = make_sample_scene()
     k = scene_intrinsics()
     pipeline = load_pipeline(model_path, backend="gpu", log=lambda _: None,
                              warn=lambda _: None, gpu_precision=gpu_precision)
     request = Request.everything()
-    frames: FrameSlot[np.ndarray] = FrameSlot()
-    raws: FrameSlot[Any] = FrameSlot()
+    frames: NewestSlots[np.ndarray] = NewestSlots()
+    raws: NewestSlots[Any] = NewestSlots()
     stop = threading.Event()
     outputs: list[float] = []
 

@@ -25,7 +25,7 @@ from sensor_msgs.msg import CompressedImage, Image
 from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
-from ..core.scheduling.frame_slot import FrameSlot
+from ..core.scheduling.newest_slots import NewestSlots
 from ..core.scale.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
@@ -36,7 +36,6 @@ from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
 from ..core.settings import compression_config, depth_options, npu_options, pipeline_config
-from ..core.scheduling.round_robin import RoundRobinSlots
 from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
@@ -129,7 +128,7 @@ class Perception:
         self._diag_timer = node.create_timer(values["diagnostics_period"],
                                              self.publish_diagnostics)
         # Several cameras: one slot per camera at each stage, taken in turn (fair sharing).
-        slots = (lambda: RoundRobinSlots(lambda item: item.key)) if names else FrameSlot
+        slots = (lambda: NewestSlots(lambda item: item.key)) if names else NewestSlots
         self.stages = LiveTwoStage(self._infer, self._finish, on_error=self._on_failure,
                                    name=NODE_NAME, second_nice=FINISH_NICE, slots=slots)
         relative = "" if self.spec.metric_depth \

@@ -3,7 +3,7 @@
 command; they differ only in what happens when stage one is faster than the input or slower:
 
 * :class:`LiveTwoStage` (the node): newest wins. Each stage has its own thread and a one-slot
-  hand-over (:class:`FrameSlot`); a frame that arrives while one waits replaces it, so a slow
+  hand-over (:class:`~.newest_slots.NewestSlots`); a frame that arrives while one waits replaces it, so a slow
   model never builds a backlog behind a 30 fps camera. Stage two may run at a lower priority.
 * :class:`OrderedTwoStage` (the offline command): nothing is dropped and order is kept. Stage
   one runs on one worker thread; results come back to the caller's thread in input order (the
@@ -22,7 +22,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from .frame_slot import FrameSlot
+from .newest_slots import NewestSlots
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -49,12 +49,12 @@ class LiveTwoStage(Generic[A, B]):
 
     def __init__(self, first: Callable[[A], B | None], second: Callable[[B], None], *,
                  on_error: Callable[[Exception], None], name: str = "two_stage",
-                 second_nice: int = 0, slots: Callable[[], Any] = FrameSlot) -> None:
+                 second_nice: int = 0, slots: Callable[[], Any] = NewestSlots) -> None:
         self._first, self._second, self._on_error = first, second, on_error
         # slots: the hand-over's factory; several cameras pass one slot per camera taken in
-        # turn (``round_robin.RoundRobinSlots``), so each stage serves the cameras fairly.
-        self._in: FrameSlot[A] = slots()
-        self._mid: FrameSlot[B] = slots()
+        # turn (``NewestSlots`` keyed by camera), so each stage serves the cameras fairly.
+        self._in: NewestSlots[A] = slots()
+        self._mid: NewestSlots[B] = slots()
         self._stop = threading.Event()
         self.threads = [
             threading.Thread(target=self._run, args=(self._in, self._first_then_hand_over, 0),
@@ -92,7 +92,7 @@ class LiveTwoStage(Generic[A, B]):
         if result is not None:
             self._mid.put(result)
 
-    def _run(self, slot: FrameSlot, handle: Callable[[Any], None], nice: int) -> None:
+    def _run(self, slot: NewestSlots, handle: Callable[[Any], None], nice: int) -> None:
         if nice:
             lower_thread_priority(nice)
         while not self._stop.is_set():

@@ -1,9 +1,10 @@
-"""Newest-wins slots, one per source, taken in turn: the hand-over for several cameras that
-share one model.
+"""Newest-wins hand-over between the subscription callbacks and the worker: one slot per source,
+taken in turn.
 
-Each camera has a one-frame slot (a newer frame replaces its waiting one, as
-:class:`~.frame_slot.FrameSlot` does for one camera); :meth:`RoundRobinSlots.take` serves the
-sources with a waiting frame in turn, so a 30 fps camera cannot starve a 5 fps one.
+A newer frame replaces its source's waiting one (a slow model always gets the latest frame, not a
+queue of old ones). With several cameras sharing one model each camera is a source and
+:meth:`NewestSlots.take` serves the sources with a waiting frame in turn, so a 30 fps camera
+cannot starve a 5 fps one; with one camera there is one slot.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Callable, Generic, Hashable, TypeVar
 T = TypeVar("T")
 
 
-class RoundRobinSlots(Generic[T]):
-    """A one-slot buffer per key (``key_of(item)``), taken round robin over the keys that have
-    an item. The same ``put``/``take``/``dropped`` interface as ``FrameSlot``."""
+class NewestSlots(Generic[T]):
+    """A one-slot buffer per key (``key_of(item)``; without ``key_of``, one slot for all),
+    taken round robin over the keys that have an item."""
 
-    def __init__(self, key_of: Callable[[T], Hashable]) -> None:
-        self._key_of = key_of
+    def __init__(self, key_of: Callable[[T], Hashable] | None = None) -> None:
+        self._key_of = key_of or (lambda item: None)
         self._items: dict[Hashable, T] = {}
         self._order: list[Hashable] = []  # keys in the order they were first seen
         self._next = 0  # index in _order of the key served first on the next take
