@@ -1,1 +1,2 @@
-"""Developer tools, not installed with the package: benchmarks, the demo, the soak, doc generators and device checks."""
+"""Developer tools, not installed with the package: benchmarks, the demo, the soak, doc generators
+and device checks."""

@@ -1,1 +1,2 @@
-"""The ROS 2 node: parameters, camera subscriptions, publishers, diagnostics and the lifecycle around the core."""
+"""The ROS 2 node: parameters, camera subscriptions, publishers, diagnostics and the lifecycle
+around the core."""

@@ -1,1 +1,2 @@
-"""The inference backends behind one Runner protocol: XNNPACK and CompiledModel on the CPU, the GPU in a worker process, the NPU plugins, and LiteRT's native log."""
+"""The inference backends behind one Runner protocol: XNNPACK and CompiledModel on the CPU, the GPU
+in a worker process, the NPU plugins, and LiteRT's native log."""

@@ -3,8 +3,9 @@
 command; they differ only in what happens when stage one is faster than the input or slower:
 
 * :class:`LiveTwoStage` (the node): newest wins. Each stage has its own thread and a one-slot
-  hand-over (:class:`~.newest_slots.NewestSlots`); a frame that arrives while one waits replaces it, so a slow
-  model never builds a backlog behind a 30 fps camera. Stage two may run at a lower priority.
+  hand-over (:class:`~.newest_slots.NewestSlots`); a frame that arrives while one waits
+  replaces it, so a slow model never builds a backlog behind a 30 fps camera. Stage two may run
+  at a lower priority.
 * :class:`OrderedTwoStage` (the offline command): nothing is dropped and order is kept. Stage
   one runs on one worker thread; results come back to the caller's thread in input order (the
   bag and video writers are not thread-safe, and sqlite3 insists on its creating thread), with
