@@ -18,7 +18,8 @@ from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.conversions import camera_info_fields
 from dense_perception.core.geometry.fit import resize_depth
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import DensePipeline, load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 
 P95_LIMIT = 0.020  # metres (issue 12)
 RAW_CAMERAS = {"plumb_bob": cs.BARREL, "rational_polynomial": cs.RATIONAL,

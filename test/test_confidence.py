@@ -13,7 +13,8 @@ from support.model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits
 from dense_perception.core.models import CONFIDENCE_KIND
 from dense_perception.core.model_detection import detect_model_spec
 from dense_perception.core.parameters import PARAMS_BY_NAME
-from dense_perception.core.pipeline import PipelineConfig, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig
 from dense_perception.core.products import available_groups, request_for
 from dense_perception.core.backends.runner import check_model_file
 

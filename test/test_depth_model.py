@@ -15,7 +15,8 @@ import pytest
 from dense_perception.core.depth_model import DepthOptions
 from dense_perception.core.models import ModelSignatureError
 from dense_perception.core.model_detection import detect_model_spec
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 
 REAL_SCENES = Path(__file__).resolve().parents[2] / "shared" / "real-scenes"
 PYDNET = REAL_SCENES / "models" / "pydnet_pp_448x640.tflite"

@@ -317,7 +317,8 @@ def test_export_signature_fidelity_and_report(exported, capsys):
 def test_pipeline_runs_the_export_with_zero_crop(exported):
     import cv2
 
-    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from dense_perception.core.pipeline import load_pipeline
+    from dense_perception.core.frame_data import PipelineConfig, Request
     from dense_perception.export import graph, official
 
     result, width, height, (cam_w, cam_h), _ = exported

@@ -15,7 +15,8 @@ import pytest
 
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe
 from dense_perception.core.backends.gpu_runner import GpuProcessRunner
-from dense_perception.core.pipeline import Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import Request
 from dense_perception.core.backends.runner import open_runner
 from dense_perception.core.backends.runner_base import CompiledModelRunner
 

@@ -197,7 +197,8 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     ground_plane without a floor withholds depth and points but keeps the colour view; with a
     floor, depth and points are metres."""
     from support.common import DA3_TEST_MODEL
-    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from dense_perception.core.pipeline import load_pipeline
+    from dense_perception.core.frame_data import PipelineConfig, Request
     from tools.metric_scene import paint
     request = Request(depth=True, depth_colored=True, points=True)
     z, _ = FORWARD.depth_and_surface()
@@ -355,7 +356,8 @@ def test_a_change_of_intrinsics_restarts_the_filter():
     of the new view is 1.6x the old one: the first zoomed frame is metres (the filter starts
     afresh), where the old filter refused its estimate as a jump and held the old scale."""
     from support.common import DA3_TEST_MODEL
-    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from dense_perception.core.pipeline import load_pipeline
+    from dense_perception.core.frame_data import PipelineConfig, Request
     pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
                              config=PipelineConfig(depth_scale_source="ground_plane"))
     scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))

@@ -254,7 +254,8 @@ def pearson(a, b):
 @pytest.mark.npu
 @pytest.mark.timeout(180)
 def test_pipeline_on_openvino_matches_xnnpack(openvino, tmp_path):
-    from dense_perception.core.pipeline import Request, load_pipeline
+    from dense_perception.core.pipeline import load_pipeline
+    from dense_perception.core.frame_data import Request
     from tools.scene import make_sample_scene
 
     frames = [make_sample_scene()]

@@ -12,7 +12,8 @@ from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
 from support.model_truth import (camera_colour_at_published, da3_depth_of, gradient_frame, tips_depth_of,
                          tips_normals_of)
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.postprocess import INVALID_LABEL
 from tools.reference import reference_points
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.geometry.pointcloud import XYZ_DTYPE, XYZRGB_DTYPE, nearest_per_voxel
 from support.common import TIPS_TEST_MODEL
 from support.model_truth import gradient_frame

@@ -16,7 +16,8 @@ from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_err
                                oracle_scale, sparse_reference)
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
-from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import DensePipeline, load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
                                 "frames and PyD-Net++; see the issue's shared data)")

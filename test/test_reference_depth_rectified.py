@@ -20,7 +20,8 @@ from support.common import DA3_TEST_MODEL
 from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, reference_scale
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 
 SCALE = 1.5                      # metres per relative unit, the truth to recover
 TRUE, RELATIVE = cs.Dome(6.0), cs.Dome(6.0 / SCALE)

@@ -9,7 +9,8 @@ import pytest
 from support.common import TIPS_TEST_MODEL, run_cli
 from support.model_truth import tips_seg_confidence_of
 from dense_perception.core import postprocess as post
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,7 +12,8 @@ from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_c
 
 from dense_perception.core.scale.metric_scale import ScaleConfig
 from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME
-from dense_perception.core.pipeline import PipelineConfig, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig
 from dense_perception.core.settings import SCALE_FIELDS
 from dense_perception.offline.cli import build_parser
 

@@ -25,7 +25,8 @@ import numpy as np
 from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
-from dense_perception.core.pipeline import DensePipeline, PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import DensePipeline, load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.geometry.pointcloud import depth_to_points
 from tools.reference import reference_points
 from tools.bench_cameras import camera_rates, load_memory, node_memory

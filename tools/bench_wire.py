@@ -22,7 +22,8 @@ import numpy as np
 
 from dense_perception.core.compressed import CompressionConfig, compressed_depth, jpeg
 from dense_perception.core.postprocess import colorize_depth
-from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.geometry.pointcloud import nearest_per_voxel
 from dense_perception.core.products import COMPRESSED, compress_product
 from tools.bench import median_ms

@@ -19,7 +19,7 @@ from . import postprocess as post
 from .compressed import (Compressed, CompressionConfig, compressed_depth, jpeg,
                          png_mono)
 from .geometry.intrinsics import Intrinsics
-from .pipeline import Products, Request
+from .frame_data import Products, Request
 from .timing import StageTimer
 
 # Product key -> (topic relative to the node's namespace, message type, image encoding).

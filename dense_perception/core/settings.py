@@ -15,7 +15,7 @@ from .compressed import CompressionConfig
 from .depth_model import DepthOptions
 from .scale.metric_scale import ScaleConfig
 from .parameters import PARAMS_BY_NAME
-from .pipeline import PipelineConfig
+from .frame_data import PipelineConfig
 
 # The PipelineConfig / ScaleConfig field each setting fills (a field of the same name unless
 # listed here); test_settings checks that every field has a setting.

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from ..core.scale.metric_scale import ScaleTally
-from ..core.pipeline import DensePipeline, Request
+from ..core.pipeline import DensePipeline
+from ..core.frame_data import Request
 from ..core.scheduling.two_stage import OrderedTwoStage
 from . import console
 from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,

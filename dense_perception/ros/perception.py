@@ -31,7 +31,8 @@ from ..core.scale.metric_scale import (RESTARTED, fixed_scale_report, reference_
 from ..core.models import ModelSignatureError
 from ..core.parameters import (MODEL_STATUS, PARAMS, camera_heights_for,
                                camera_heights_problem, camera_names, default_confidence)
-from ..core.pipeline import DensePipeline, RawFrame, load_pipeline
+from ..core.pipeline import DensePipeline, load_pipeline
+from ..core.frame_data import RawFrame
 from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError

@@ -276,7 +276,8 @@ def main() -> None:
     from pathlib import Path
     from dense_perception.core.geometry.camera_model import CameraModel
     from dense_perception.core.geometry.intrinsics import Intrinsics
-    from dense_perception.core.pipeline import Request, load_pipeline
+    from dense_perception.core.pipeline import load_pipeline
+    from dense_perception.core.frame_data import Request
     model = str(Path(__file__).resolve().parents[2] / "models" / "test_tipsv2_b14_dpt.tflite")
     pipeline = load_pipeline(model, backend="cpu", log=lambda _: None)
     print("| case | before, p95 | after, p95 |\n|---|---|---|")

@@ -1,0 +1,144 @@
+"""What travels through the pipeline: which products a frame asks for, the pipeline's settings,
+one frame's outputs after inference, and its finished products."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .confidence import QUANTILE
+from .geometry.camera_model import CameraModel
+from .geometry.fit import FIT_MODES, OUTPUT_RESOLUTIONS, FitPlan
+from .geometry.intrinsics import Intrinsics
+from .preprocess import PixelFormat
+from .scale.metric_scale import SCALE_SOURCES, ScaleReport
+from .setting_names import NODE, Syntax
+
+
+@dataclass(frozen=True)
+class Request:
+    """Which products to compute (unrequested ones cost nothing)."""
+
+    depth: bool = True
+    depth_colored: bool = False
+    normals: bool = False
+    normals_colored: bool = False
+    labels: bool = False
+    labels_colored: bool = False
+    points: bool = False
+    points_rgb: bool = False
+    labels_confidence: bool = False
+    depth_confidence: bool = False  # DA3 files with a confidence output
+
+    @classmethod
+    def everything(cls) -> "Request":
+        return cls(**{f.name: True for f in fields(cls)})
+
+
+@dataclass
+class Products:
+    """What one frame produced, on the published grid (``width`` x ``height``)."""
+
+    width: int
+    height: int
+    plan: FitPlan
+    depth: np.ndarray | None = None           # H x W float32, NaN invalid
+    depth_colored: np.ndarray | None = None   # H x W x 3 bgr8
+    normals: np.ndarray | None = None         # H x W x 3 float32, unit, camera optical frame
+    normals_colored: np.ndarray | None = None  # H x W x 3 rgb8
+    labels: np.ndarray | None = None          # H x W uint8 ADE20K ids, 255 = not seen
+    labels_colored: np.ndarray | None = None  # H x W x 3 rgb8
+    labels_confidence: np.ndarray | None = None  # H x W mono8: top class probability x 255
+    points: np.ndarray | None = None          # structured x, y, z[, rgb]
+    depth_confidence: np.ndarray | None = None  # H x W float32, DA3's own values, NaN unseen
+    intrinsics: Intrinsics | None = None      # for the published grid
+    intrinsics_guessed: bool = False
+    intrinsics_note: str = ""                 # why the intrinsics are a guess
+    scale: ScaleReport | None = None          # what the depth's unit is (metres or relative)
+    withheld: str = ""                        # why depth or points were not made (not metres)
+    camera_note: str = ""                     # what of the CameraInfo could not be honoured
+    rectified: bool = False                   # the raw frame was rectified before the model
+
+    @property
+    def depth_metric(self) -> bool:
+        """True when ``depth`` (and ``points``) are metres."""
+        return self.scale is not None and self.scale.metric
+
+    def computed(self) -> tuple[str, ...]:
+        """The image and cloud products this frame computed (what it cost, not what was
+        published: depth may be computed for the cloud alone)."""
+        return tuple(name for name in COMPUTED_PRODUCTS if getattr(self, name) is not None)
+
+
+# The per-frame arrays a frame can compute, each only when a request asks for it.
+COMPUTED_PRODUCTS = ("depth", "depth_colored", "depth_confidence", "normals", "normals_colored",
+                     "labels", "labels_colored", "labels_confidence", "points")
+
+
+@dataclass
+class RawFrame:
+    """One frame after inference, before un-fitting: products on the model's own grids."""
+
+    frame: np.ndarray          # the camera frame (for point colours at input resolution)
+    fmt: PixelFormat
+    plan: FitPlan
+    fitted: np.ndarray         # the frame as the model saw it
+    request: Request
+    camera: CameraModel | None = None  # the camera given to infer
+    rectified: bool = False            # ``fitted`` is the rectified frame
+    valid: np.ndarray | None = None    # model grid: 0 where the rectified view left the frame
+    depth: np.ndarray | None = None    # model grid, float32, scaled, NaN invalid
+    normals: np.ndarray | None = None  # model grid, H x W x 3 unit vectors (model's frame)
+    labels: np.ndarray | None = None   # segmentation grid (256 x 256), uint8
+    labels_probability: np.ndarray | None = None  # segmentation grid, float32 top-class softmax
+    confidence: np.ndarray | None = None  # model grid: DA3's depth confidence (its own values)
+    point_confidence: np.ndarray | None = None  # its own grid: what points_min_confidence reads
+    confidence_meaning: str = QUANTILE    # how points_min_confidence reads it (core.confidence)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Tunable behaviour of the pipeline (mirrors the node's parameters)."""
+
+    fit: str = "crop"
+    output_resolution: str = "model"
+    relative_depth_scale: float = 1.0
+    max_depth: float = 0.0  # 0 = no limit
+    points_min_confidence: float = 0.1  # 0 = keep all; see core.confidence
+    points_stride: int = 2  # defaults: the node's (core.parameters; test_settings checks)
+    points_organized: bool = False
+    fallback_hfov_deg: float = 60.0
+    depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
+    input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
+    host_threads: int = 0  # threads for the host work around inference; 0 = auto (host_threads)
+    points_voxel_size: float = 0.0  # m; one point (the nearest) per cube; 0 = off
+
+    def problem(self, syntax: Syntax = NODE) -> str | None:
+        """Why this configuration is impossible, or None (settings named in ``syntax``)."""
+        n = syntax.name
+        if self.fit not in FIT_MODES:
+            return f"{n('fit')} '{self.fit}' is unknown; allowed: {', '.join(FIT_MODES)}"
+        if self.output_resolution not in OUTPUT_RESOLUTIONS:
+            return (f"{n('output_resolution')} '{self.output_resolution}' is unknown; allowed: "
+                    f"{', '.join(OUTPUT_RESOLUTIONS)}")
+        if not (self.relative_depth_scale > 0 and math.isfinite(self.relative_depth_scale)):
+            return f"{n('relative_depth_scale')} must be > 0, got {self.relative_depth_scale}"
+        if not self.max_depth >= 0:
+            return f"{n('max_depth')} must be >= 0 (0 = no limit), got {self.max_depth}"
+        if self.host_threads < 0:
+            return f"{n('host_threads')} must be >= 0 (0 = auto), got {self.host_threads}"
+        if not self.points_voxel_size >= 0:
+            return f"{n('points_voxel_size')} must be >= 0 (0 = off), got {self.points_voxel_size}"
+        if self.points_stride < 1:
+            return f"{n('points_stride')} must be >= 1, got {self.points_stride}"
+        if not 0.0 <= self.points_min_confidence <= 1.0:
+            return (f"{n('points_min_confidence')} must be in [0, 1], "
+                    f"got {self.points_min_confidence}")
+        if self.depth_scale_source not in SCALE_SOURCES:
+            return (f"{n('depth_scale_source')} '{self.depth_scale_source}' is unknown; "
+                    f"allowed: {', '.join(SCALE_SOURCES)}")
+        if not 1.0 <= self.fallback_hfov_deg <= 179.0:
+            return f"{n('fallback_hfov_deg')} must be in [1, 179], got {self.fallback_hfov_deg}"
+        return None
