@@ -17,7 +17,8 @@ from typing import Any, Callable
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from .parameters import StartupError
-from .perception import NODE_NAME, ParameterHandling, Perception
+from .parameter_handling import ParameterHandling
+from .perception import NODE_NAME, Perception
 
 
 class LifecycleDensePerceptionNode(ParameterHandling, LifecycleNode):

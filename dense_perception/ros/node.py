@@ -18,7 +18,8 @@ from rclpy.node import Node
 
 from ..core.allocator import keep_freed_memory
 from .parameters import StartupError
-from .perception import NODE_NAME, ParameterHandling, Perception
+from .parameter_handling import ParameterHandling
+from .perception import NODE_NAME, Perception
 
 __all__ = ["DensePerceptionNode", "StartupError", "NODE_NAME", "main"]
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image
 
@@ -29,8 +28,8 @@ from ..core.scheduling.newest_slots import NewestSlots
 from ..core.scale.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
                                  scale_diagnostics)
 from ..core.models import ModelSignatureError
-from ..core.parameters import (MODEL_STATUS, PARAMS, camera_heights_for,
-                               camera_heights_problem, camera_names, default_confidence)
+from ..core.parameters import (MODEL_STATUS, camera_heights_for, camera_heights_problem,
+                               camera_names, default_confidence)
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.frame_data import RawFrame
 from ..core.products import request_for
@@ -41,11 +40,10 @@ from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
 from .camera_input import CameraInput
-from .compat import GraphWatch, add_parameter_callbacks
+from .compat import GraphWatch
 from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
-from .parameters import (StartupError, changed_values, check_changes, declare_parameters,
-                         depth_units_problem, estimates_scale, parameter_value)
+from .parameters import StartupError, depth_units_problem, estimates_scale
 
 NODE_NAME = "dense_perception"
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
@@ -396,44 +394,3 @@ class Perception:
         if now - self._warned.get(key, -math.inf) >= period:
             self._warned[key] = now
             self._node.get_logger().warning(text)
-
-
-class ParameterHandling:
-    """The parameter side both node classes share: declared once, validated on set, applied
-    after set to the :class:`Perception` in ``self.perception`` (when there is one).
-
-    ``managed`` (the lifecycle node): restart-only parameters may be set while unconfigured."""
-
-    perception: Perception | None
-    managed = False
-
-    def setup_parameters(self) -> dict[str, Any]:
-        """Declare the parameters and register the callbacks; the checked values."""
-        values = declare_parameters(self, self.managed)
-        add_parameter_callbacks(self, self._validate_parameters, self._apply_parameters)
-        return values
-
-    def current_values(self) -> dict[str, Any]:
-        return {p.name: parameter_value(self, p) for p in PARAMS}
-
-    def _validate_parameters(self, params: list) -> SetParametersResult:
-        state = None  # the plain node
-        if self.managed:
-            state = "unconfigured" if self.perception is None \
-                else self.perception.state or "inactive"
-        if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
-            return check_changes(self.current_values(), params, lifecycle_state=state)
-        result = check_changes(self.perception.values, params,
-                               self.perception.spec.metric_depth, state)
-        confidence = changed_values(params).get("points_min_confidence")
-        note = self.perception.pipeline.confidence_note(confidence) if result.successful \
-            and confidence not in (None, self.perception.values["points_min_confidence"]) \
-            else ""
-        # a filter the model cannot apply is refused, never accepted and ignored (its own
-        # value again changes nothing: accepted, as ros2 param load of the same YAML does)
-        return SetParametersResult(successful=False, reason=note) if note else result
-
-    def _apply_parameters(self, params: list) -> None:
-        changes = changed_values(params)
-        if changes and self.perception is not None:
-            self.perception.apply(changes)
