@@ -24,7 +24,8 @@ from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
 from .fleet import is_fleet, run_fleet
-from .process import BAG_COMPRESSED, COPY_MODES, process_one
+from .inputs import BAG_COMPRESSED
+from .process import COPY_MODES, process_one
 from .scale_options import ScaleOptionError, add_scale_arguments
 from .settings_args import add_setting_arguments
 

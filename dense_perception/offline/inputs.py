@@ -1,0 +1,246 @@
+"""The inputs of ``dense-perception process``, one class per kind: a bag, a video, a folder of
+images or one image. Each opens itself (errors here leave nothing behind), yields the frame loop's
+events, says what it holds, and makes the output target that matches it (a bag for a bag, a
+folder of files for the rest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..core.products import COMPRESSED
+from ..core.settings import compression_config
+from ..core.timing import StageTimer
+from .bag_cameras import bag_cameras, bag_events, camera_scaler, missing_camera_info
+from .camera_yaml import calibrated_frames, check_calibration_size
+from .console import CliError, warn
+from .loop import BagTarget, Copy, FolderTarget, Frame, Target
+from .scale_options import reference_stream, scaler_for
+
+BAG_COMPRESSED = ("off", "add", "only")  # --compressed: image_transport's topics in the bag
+
+
+class OfflineInput:
+    """One opened input: its events, their count, a description, and its output target."""
+
+    total: int | None = None      # frames it holds (None: not known, e.g. some videos)
+    description = ""              # "24 frames of /camera/image", for the progress line
+
+    def __init__(self, session: Any, path: Path, timer: StageTimer) -> None:
+        self.session, self.path, self.timer = session, path, timer
+        self.summary: dict[str, Any] = {}  # what summary.json says about the input
+        self._cleanup: list[Callable[[], None]] = []
+
+    def events(self) -> Iterable[Frame | Copy]:
+        """The frame loop's events, in order."""
+        raise NotImplementedError
+
+    def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
+        """Where the frames go: a folder of files (images and videos)."""
+        from .fileio import FolderSink
+        return FolderTarget(FolderSink(out_path, self.session.keys,
+                                       self.session.args.depth_format), summary)
+
+    def scaler_of(self) -> Callable[[Frame], Any] | None:
+        """Each frame's metric-scale filter, where it is not the run's one (several cameras)."""
+        return None
+
+    def close(self) -> None:
+        for close in reversed(self._cleanup):
+            close()
+
+
+class _FileInput(OfflineInput):
+    """Images and videos: a calibration file (--camera-info-yaml) stands for a CameraInfo."""
+
+    def calibrated(self, events: Iterator[Frame]) -> Iterator[Frame]:
+        session = self.session
+        if session.camera_info is None:
+            return events
+        self.summary["camera_info_yaml"] = str(session.args.camera_info_yaml)
+        return calibrated_frames(events, session.camera_info, session.args.camera_info_yaml)
+
+    def check_size(self, size: tuple[int, int]) -> None:
+        """Refuse a calibration file made for another image size (width, height)."""
+        if self.session.camera_info is not None:
+            check_calibration_size(self.session.camera_info, self.session.args.camera_info_yaml,
+                                   size)
+
+
+class VideoInput(_FileInput):
+    """Any file OpenCV reads as a video; frames stamped at its frame rate."""
+
+    def __init__(self, session: Any, path: Path, timer: StageTimer) -> None:
+        from .fileio import VideoInput as VideoFile
+        super().__init__(session, path, timer)
+        self.video = VideoFile(path)
+        self._cleanup.append(self.video.close)
+        self.total = self.video.frame_count
+        self.check_size(self.video.size)
+        self.summary["video_fps"] = self.video.fps
+        self.description = f"{self.total or '?'} video frames"
+
+    def events(self) -> Iterator[Frame]:
+        return self.calibrated(self._frames())
+
+    def _frames(self) -> Iterator[Frame]:
+        frames = self.video.frames()
+        index = 0
+        while True:
+            with self.timer.stage("read"):
+                image = next(frames, None)
+            if image is None:
+                return
+            yield Frame(index, f"frame_{index:06d}", image,
+                        time=index / (self.video.fps or 30.0))
+            index += 1
+
+
+class ImagesInput(_FileInput):
+    """One image file, or a folder of them in name order (photos, each 1 s after the last)."""
+
+    def __init__(self, session: Any, path: Path, timer: StageTimer, single: bool) -> None:
+        from . import bagio, fileio
+        super().__init__(session, path, timer)
+        self.paths = [path] if single else fileio.list_images(path)
+        if not self.paths:
+            bags = sorted(p.name for p in path.iterdir() if p.suffix.lower() in bagio.BAG_SUFFIXES)
+            hint = (f"; for a bag without metadata.yaml pass the file itself, e.g. "
+                    f"{path / bags[0]}") if bags else ""
+            raise CliError(f"folder '{path}' has no image files "
+                           f"({', '.join(fileio.IMAGE_SUFFIXES)}){hint}")
+        if single:
+            fileio.read_image(path)  # an unreadable single image is an error
+        if session.camera_info is not None:
+            first = fileio.read_image(self.paths[0])
+            self.check_size((first.shape[1], first.shape[0]))
+        self.total = len(self.paths)
+        self.description = f"{self.total} image{'s' if self.total != 1 else ''}"
+
+    def events(self) -> Iterator[Frame]:
+        return self.calibrated(self._frames())
+
+    def _frames(self) -> Iterator[Frame]:
+        from .fileio import InputError, read_image
+        stems = [p.stem for p in self.paths]
+        dupes = {s for s in stems if stems.count(s) > 1}
+        for index, path in enumerate(self.paths):
+            stem = path.name.replace(".", "_") if path.stem in dupes else path.stem
+            try:
+                with self.timer.stage("read"):
+                    image = read_image(path)
+            except InputError as exc:
+                yield Frame(index, stem, None, problem=str(exc))
+                continue
+            yield Frame(index, stem, image, time=float(index))
+
+
+class BagInput(OfflineInput):
+    """A ROS 2 bag: one or more image topics, each with its own CameraInfo (never another
+    camera's) and its own metric-scale filter; the input topics are copied per --copy."""
+
+    def __init__(self, session: Any, path: Path, timer: StageTimer, scaler: Any) -> None:
+        from . import bagio
+        super().__init__(session, path, timer)
+        args, keys = session.args, session.keys
+        if session.camera_info is not None:
+            raise CliError("--camera-info-yaml is for image folders and videos; a bag's "
+                           "CameraInfo comes from the bag (--camera-info-topic)")
+        self.bag = bagio.BagInput(path)
+        self._cleanup.append(self.bag.close)
+        self.cameras = cameras = bag_cameras(self.bag, args, keys)
+        image_conns = [c for cam in cameras for c in cam.image_conns]
+        info_conns = [c for cam in cameras for c in cam.info_conns]
+        out_topics = {k: v for cam in cameras for k, v in cam.out_topics.items()} \
+            if len(cameras) == 1 else {f"{cam.topic} {k}": v for cam in cameras
+                                       for k, v in cam.out_topics.items()}
+        self.copy_conns = _copy_connections(self.bag, args.copy, image_conns, info_conns)
+        clash = sorted({c.topic for c in self.copy_conns}
+                       & {t for cam in cameras for t in cam.out_topics.values()})
+        if clash:
+            raise CliError(f"output topic {clash[0]} is already in the input bag; choose "
+                           f"another --out-namespace or --copy camera/none")
+        self.total = sum(int(c.msgcount) for c in image_conns)
+        with timer.stage("camera_info_index"):
+            for cam in cameras:
+                cam.info_index = bagio.CameraInfoIndex(self.bag, cam.info_conns)
+        # never another camera's calibration: the guess, said on stderr and in the summary
+        self.summary["warnings"] = missing_camera_info(cameras, keys, args.fallback_hfov)
+        for text in self.summary["warnings"]:
+            warn(text)
+        self.reference = reference_stream(args, path, scaler)
+        if self.reference is not None:
+            self._cleanup.append(self.reference.close)
+        # A scaler per camera: each filter follows one camera's stream, as in the node.
+        if len(cameras) > 1 and scaler is not None:
+            for cam in cameras:
+                cam.scaler = scaler_for(args, session.spec, kind="bag")
+        else:
+            cameras[0].scaler = scaler
+        if len(cameras) == 1:
+            self.summary.update(topic=cameras[0].topic, camera_info_topic=cameras[0].info_note,
+                                camera_infos=cameras[0].info_index.count)
+        else:
+            self.summary.update(topic=[cam.topic for cam in cameras],
+                                camera_info_topic=[cam.info_note for cam in cameras],
+                                camera_infos=[cam.info_index.count for cam in cameras])
+        self.summary.update(output_topics=out_topics, bag_format=args.bag_format,
+                            copy=args.copy)
+        self.description = f"{self.total} frames of {', '.join(c.topic for c in cameras)}"
+
+    def events(self) -> Iterable[Frame | Copy]:
+        return bag_events(self.bag, self.cameras, self.copy_conns, self.timer, self.reference,
+                          camera_info_slop=self.session.args.camera_info_slop)
+
+    def scaler_of(self) -> Callable[[Frame], Any] | None:
+        return camera_scaler(self.cameras)
+
+    def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
+        """A new bag: the input topics first, then the outputs (the order tools list them in)."""
+        from . import bagio
+        session, args = self.session, self.session.args
+        bag_out = bagio.BagOutput(out_path, args.bag_format)
+        try:
+            target = BagTarget(bag_out, self.copy_conns, summary)
+            sinks = {cam.topic: bagio.BagSink(
+                bag_out, cam.namespace, bag_keys(session.keys, getattr(args, "compressed", "off")),
+                depth_encoding="16UC1" if args.depth_format == "png16" else "32FC1",
+                compression=compression_config(session.values))
+                for cam in self.cameras}
+            target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
+                else bagio.CameraSinks(sinks)
+            return target
+        except BaseException:
+            bag_out.close()
+            raise
+
+
+def open_input(session: Any, path: Path, kind: str, timer: StageTimer,
+               scaler: Any) -> OfflineInput:
+    """The input at ``path`` of ``kind`` (``process.input_kind``), opened."""
+    if kind == "bag":
+        return BagInput(session, path, timer, scaler)
+    if kind == "video":
+        return VideoInput(session, path, timer)
+    return ImagesInput(session, path, timer, single=kind == "image")
+
+
+def bag_keys(keys: list[str], compressed: str) -> list[str]:
+    """The output keys a bag gets under ``--compressed``: off drops the compressed topics, add
+    keeps both, only drops each raw image that a compressed topic carries."""
+    if compressed == "off":
+        return [k for k in keys if k not in COMPRESSED]
+    if compressed == "only":
+        carried = {COMPRESSED[k][0] for k in keys if k in COMPRESSED}
+        return [k for k in keys if k not in carried]
+    return list(keys)
+
+
+def _copy_connections(bag: Any, mode: str, image_conns: list[Any], info_conns: list[Any]
+                      ) -> list[Any]:
+    if mode == "none":
+        return []
+    if mode == "camera":
+        return list(image_conns) + list(info_conns)
+    return list(bag.connections)
