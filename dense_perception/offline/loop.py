@@ -145,99 +145,124 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     ``scaler_of(frame)``: the frame's camera's scaler (several cameras), instead of ``scaler``.
     """
     from tqdm import tqdm
-
-    from .fileio import timing_summary
-    stats = RunStats()
-    timer = pipeline.timer
     bar = tqdm(total=total, unit="frame", dynamic_ncols=True,
                disable=progress is not None or not interactive(), file=sys.stderr, smoothing=0.1)
     if progress is not None:
         bar.update = progress  # type: ignore[method-assign]
-    scales = ScaleTally()
-
-    def write_frame(frame: Frame, raw: Any) -> None:
-        products = pipeline.finish(raw, None, scaler if scaler_of is None else scaler_of(frame),
-                                   frame.time, frame.reference)
-        scales.add(products.scale)
-        with timer.stage("write"):
-            target.frame(frame, products)
-        _record_intrinsics(stats, frame, products)
-        stats.frames += 1
-        bar.update(1)
-
-    def reject(frame: Frame, reason: str) -> None:
-        stats.rejected += 1
-        if reason not in stats.reject_reasons:
-            warn(f"frame {frame.index} skipped: {reason}")
-        stats.reject_reasons[reason] = stats.reject_reasons.get(reason, 0) + 1
-        bar.update(1)
-
-    def handle(due: Iterable[tuple[Frame | Copy, Any]]) -> None:
-        """Write what the overlap hands back, in input order."""
-        for item, result in due:
-            if isinstance(item, Copy):
-                target.copy(item)
-            elif isinstance(result, ValueError):  # a frame that does not match its encoding
-                reject(item, str(result))
-            else:
-                write_frame(item, result)
-
+    writer = _FrameWriter(pipeline, target, bar, scaler_of or (lambda frame: scaler))
     # Inference on a worker thread, everything else (reading, finishing, writing) on this one,
     # so the next frame's inference overlaps finishing and writing this one, as in the node.
     # (The writers are not thread-safe, and sqlite3 insists on its creating thread.)
-    overlap: OrderedTwoStage[Frame | Copy, Any] = OrderedTwoStage(
+    stages: OrderedTwoStage[Frame | Copy, Any] = OrderedTwoStage(
         lambda f: pipeline.infer(f.image, f.encoding, request,
                                  pipeline.camera_from_info(f.camera_info)),
         in_flight=2 if overlap else 1, catch=(ValueError,), name="dense-perception-infer")
     stop = _StopOnSigint()
     started = time.monotonic()
     interrupted, error = False, None
-    submitted = 0
     iterator = iter(events)
     try:
         with stop:
-            while not (max_frames and submitted >= max_frames) and not stop.requested:
-                event = next(iterator, None)
-                if event is None:
-                    break
-                if isinstance(event, Copy):
-                    handle(overlap.add_passthrough(event))
-                elif event.image is None:
-                    reject(event, event.problem)
-                else:
-                    handle(overlap.add(event))
-                    submitted += 1
-                    if after_frame is not None:
-                        after_frame(submitted)
+            _feed(iterator, stages, writer, max_frames, after_frame, stop)
             # Frames already handed to inference are finished and written, also after Ctrl-C.
-            handle(overlap.drain())
+            writer.handle(stages.drain())
     except KeyboardInterrupt:  # a second Ctrl-C (or a test's hook): stop at once
         interrupted = True
         with contextlib.suppress(BaseException):
-            overlap.close()
+            stages.close()
     except Exception as exc:  # noqa: BLE001 - e.g. a bag damaged half-way: keep what was done
         error = exc
     finally:
-        overlap.close()
-        previous = _ignore_sigint()
-        try:
-            bar.close()
-            elapsed = time.monotonic() - started
-            summary.update(
-                frames=stats.frames, rejected=stats.rejected,
-                reject_reasons=stats.reject_reasons, total=total,
-                interrupted=interrupted or stop.requested,
-                error=None if error is None else describe(error),
-                seconds=round(elapsed, 3),
-                fps=round(stats.frames / elapsed, 3) if elapsed > 0 else None,
-                timing_ms=timing_summary(timer.stats()),
-                intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics,
-                depth=scales.summary())
-            target.close(summary)
-        finally:
-            _restore_sigint(previous)
+        stages.close()
+        _close_run(writer, summary, total, time.monotonic() - started,
+                   interrupted or stop.requested, error)
         _close_events(iterator)
-    interrupted = interrupted or stop.requested
+    return _exit_status(summary, writer.stats, error, interrupted or stop.requested, quiet)
+
+
+class _FrameWriter:
+    """Finishes the frames the overlap hands back and writes them, in input order; counts
+    them, the rejected ones and their scales."""
+
+    def __init__(self, pipeline: DensePipeline, target: Target, bar: Any,
+                 scaler_of: Callable[[Frame], Any]) -> None:
+        self.pipeline, self.target, self.bar, self.scaler_of = pipeline, target, bar, scaler_of
+        self.stats = RunStats()
+        self.scales = ScaleTally()
+
+    def handle(self, due: Iterable[tuple[Frame | Copy, Any]]) -> None:
+        for item, result in due:
+            if isinstance(item, Copy):
+                self.target.copy(item)
+            elif isinstance(result, ValueError):  # a frame that does not match its encoding
+                self.reject(item, str(result))
+            else:
+                self.write(item, result)
+
+    def write(self, frame: Frame, raw: Any) -> None:
+        products = self.pipeline.finish(raw, None, self.scaler_of(frame), frame.time,
+                                        frame.reference)
+        self.scales.add(products.scale)
+        with self.pipeline.timer.stage("write"):
+            self.target.frame(frame, products)
+        _record_intrinsics(self.stats, frame, products)
+        self.stats.frames += 1
+        self.bar.update(1)
+
+    def reject(self, frame: Frame, reason: str) -> None:
+        stats = self.stats
+        stats.rejected += 1
+        if reason not in stats.reject_reasons:
+            warn(f"frame {frame.index} skipped: {reason}")
+        stats.reject_reasons[reason] = stats.reject_reasons.get(reason, 0) + 1
+        self.bar.update(1)
+
+
+def _feed(iterator: Iterator[Frame | Copy], stages: OrderedTwoStage, writer: _FrameWriter,
+          max_frames: int, after_frame: Callable[[int], None] | None,
+          stop: "_StopOnSigint") -> None:
+    """Hand the events to the overlap (at most ``max_frames`` frames, until Ctrl-C)."""
+    submitted = 0
+    while not (max_frames and submitted >= max_frames) and not stop.requested:
+        event = next(iterator, None)
+        if event is None:
+            return
+        if isinstance(event, Copy):
+            writer.handle(stages.add_passthrough(event))
+        elif event.image is None:
+            writer.reject(event, event.problem)
+        else:
+            writer.handle(stages.add(event))
+            submitted += 1
+            if after_frame is not None:
+                after_frame(submitted)
+
+
+def _close_run(writer: _FrameWriter, summary: dict[str, Any], total: int | None,
+               elapsed: float, interrupted: bool, error: Exception | None) -> None:
+    """Complete ``summary`` and close the target (which writes it), Ctrl-C held off."""
+    from .fileio import timing_summary
+    stats = writer.stats
+    previous = _ignore_sigint()
+    try:
+        writer.bar.close()
+        summary.update(
+            frames=stats.frames, rejected=stats.rejected,
+            reject_reasons=stats.reject_reasons, total=total, interrupted=interrupted,
+            error=None if error is None else describe(error),
+            seconds=round(elapsed, 3),
+            fps=round(stats.frames / elapsed, 3) if elapsed > 0 else None,
+            timing_ms=timing_summary(writer.pipeline.timer.stats()),
+            intrinsics=stats.intrinsics, guessed_intrinsics_frames=stats.guessed_intrinsics,
+            depth=writer.scales.summary())
+        writer.target.close(summary)
+    finally:
+        _restore_sigint(previous)
+
+
+def _exit_status(summary: dict[str, Any], stats: RunStats, error: Exception | None,
+                 interrupted: bool, quiet: bool) -> int:
+    """The run's exit status; unless ``quiet``, its closing line or error on the console."""
     out = summary["output"]
     if quiet:
         if error is not None and not is_user_error(error):
