@@ -142,15 +142,22 @@ def test_runtime_settings_change_the_outputs_and_camera_model(harness_factory):
                                  where=lambda m: m.header.stamp == header.stamp)[0])
     sweep(h, CAMERA_INFO, camera_model)
 
+    sweep(h, OUTPUTS, frame_digests(h, frame, info, ("depth/image", "depth/camera_info",
+                                                      "points")))
+
+
+def frame_digests(h, frame, info, topics):
+    """A signature for :func:`sweep`: publish ``frame`` with a new stamp, digest its
+    ``topics``."""
     sec = [100]
 
-    def outputs() -> tuple:
+    def signature() -> tuple:
         sec[0] += 1
         header = h.header(sec=sec[0])
         h.publish_frame(frame, header, info=info)
         return tuple(digest(h.wait_for(topic, where=lambda m: m.header.stamp == header.stamp)[0])
-                     for topic in ("depth/image", "depth/camera_info", "points"))
-    sweep(h, OUTPUTS, outputs)
+                     for topic in topics)
+    return signature
 
 
 def test_runtime_settings_change_the_compressed_outputs(harness_factory):
@@ -162,16 +169,7 @@ def test_runtime_settings_change_the_compressed_outputs(harness_factory):
     frame[..., 0] = np.linspace(20, 200, W).astype(np.uint8)[None, :]  # depth ~2.0 .. 3.5
     frame[..., 1] = np.linspace(0, 255, H).astype(np.uint8)[:, None]
     frame[..., 2] = 90
-    info = camera_info(W, H, fx=500.0)
-    sec = [100]
-
-    def wire() -> tuple:
-        sec[0] += 1
-        header = h.header(sec=sec[0])
-        h.publish_frame(frame, header, info=info)
-        return tuple(digest(h.wait_for(topic, where=lambda m: m.header.stamp == header.stamp)[0])
-                     for topic in topics)
-    sweep(h, WIRE, wire)
+    sweep(h, WIRE, frame_digests(h, frame, camera_info(W, H, fx=500.0), topics))
 
 
 def scale_status(h, scene, s, sec: int, count: int, reference=None, ref_pub=None) -> tuple:
