@@ -17,7 +17,7 @@ from .depth_model import DepthOptions
 from .scheduling.host_threads import HostThreads, resolve_host_threads
 from .geometry.fit import FitPlan, Interp, make_fit_plan
 from .geometry.intrinsics import Intrinsics
-from .scale.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleReport,
+from .scale.metric_scale import (DepthScaler, scale_is_estimated, ScaleReport,
                            fixed_scale_report, relative_output_problem, withholds_depth)
 from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec
 from .model_detection import detect_model_spec
@@ -107,8 +107,8 @@ class DensePipeline:
             if depth_i is not None and (request.depth or request.depth_colored or request.points):
                 # An estimated scale is applied in finish(); relative_depth_scale is the
                 # asserted one ('fixed') or a unitless multiplier ('none').
-                scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
-                    ESTIMATED_SOURCES else config.relative_depth_scale
+                scale = 1.0 if spec.metric_depth or scale_is_estimated(
+                    spec.metric_depth, config.depth_scale_source) else config.relative_depth_scale
                 raw.depth = post.depth_from_output(outputs[depth_i], scale,
                                                    spec.inverse_depth)
             normals_i = spec.output_index("normals")
@@ -301,7 +301,7 @@ class DensePipeline:
         ``camera``: the camera model the intrinsics came from, or the pinhole guess (a change
         restarts the scaler's filter; a guess is marked in the report)."""
         source = self.config.depth_scale_source
-        if self.spec.metric_depth or source not in ESTIMATED_SOURCES:
+        if not scale_is_estimated(self.spec.metric_depth, source):
             return fixed_scale_report(self.spec.metric_depth, source,
                                       self.config.relative_depth_scale)
         if scaler is None:

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..core.scale.metric_scale import ESTIMATED_SOURCES, DepthScaler, relative_output_problem
+from ..core.scale.metric_scale import DepthScaler, relative_output_problem, scale_is_estimated
 from ..core.models import ModelSpec
 from ..core.settings import scale_config
 from .settings_args import OFFLINE, setting_values
@@ -42,7 +42,7 @@ def scaler_for(args: argparse.Namespace, spec: ModelSpec, kind: str) -> DepthSca
                                       values["max_depth"], values["depth_encoding"], OFFLINE)
     if problem:
         raise ScaleOptionError(problem)
-    if spec.metric_depth or values["depth_scale_source"] not in ESTIMATED_SOURCES:
+    if not scale_is_estimated(spec.metric_depth, values["depth_scale_source"]):
         return None
     if values["depth_scale_source"] == "reference_depth" and (kind != "bag"
                                                               or not args.reference_depth_topic):

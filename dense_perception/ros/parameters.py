@@ -16,7 +16,8 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
-from ..core.scale.metric_scale import ESTIMATED_SOURCES, relative_output_problem
+from ..core.scale.metric_scale import (ESTIMATED_SOURCES, relative_output_problem,
+                                       scale_is_estimated)
 from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for,
                                 camera_heights_problem, ignored_camera_height)
 from ..core.settings import pipeline_config, scale_config
@@ -87,7 +88,7 @@ def parameter_value(node: Node, spec: ParamSpec) -> Any:
 
 def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
     """Whether the node estimates a metric scale for this (relative-depth) model."""
-    return not metric_depth and values["depth_scale_source"] in ESTIMATED_SOURCES
+    return scale_is_estimated(metric_depth, values["depth_scale_source"])
 
 
 def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | None:

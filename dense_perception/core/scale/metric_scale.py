@@ -48,6 +48,13 @@ RESTARTED = ("the camera's intrinsics changed (CameraInfo K, D, R, P, size, ROI 
              "the pinhole guess and a CameraInfo): the scale filter started afresh")
 
 
+def scale_is_estimated(metric_depth: bool, source: str) -> bool:
+    """Whether a frame's scale is estimated (ground plane, reference depth): the one answer
+    for the node, the offline command and the pipeline. Metric models have no scale to find;
+    'none' and 'fixed' do not change per frame."""
+    return not metric_depth and source in ESTIMATED_SOURCES
+
+
 @dataclass(frozen=True)
 class ScaleConfig:
     """How the scale of relative depth is found (mirrors the node's parameters)."""
