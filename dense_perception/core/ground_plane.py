@@ -1,23 +1,30 @@
-"""The floor in relative depth: sampling the lower view and a RANSAC for the lowest level plane.
+"""The floor in relative depth: sampling the lower view, a RANSAC for its level planes, and
+which of them the robot stands on.
 
 DA3's relative depth x the camera rays is a point cloud right up to one factor, so the floor in
 it is a plane at some distance d from the optical centre, and ``camera_height`` / d is metres
 per unit (``metric_scale.ground_plane_scale``). Here only the geometry, without units.
 
-**Which level plane is the floor.** Not the largest: a desk in front of the robot can cover
-more of the lower view than the floor beside it, and taking it for the floor makes every depth
-``camera_height`` / (camera_height - desk height) times too far. The floor is the *lowest*
-level plane: nothing that a camera sees lies beneath it. :func:`fit_ground_plane` finds the
-largest level plane, then the largest one among the points beneath it (farther along the down
-axis), and so on while one holds enough of the lower view; a desk has the floor past its edges,
-and its own front face, beneath it. Half the candidates are drawn from points near each other in the
-image (a few grid cells apart), so that a floor holding only 15-20 % of the lower view next to
-a larger desk is still drawn: three points drawn anywhere all lie on it with probability 0.2^3.
+**Which level plane is the floor: the one at the robot's feet.** ``camera_height`` refers to
+the floor the robot stands on, so that is the plane to find: neither the largest (a desk in front
+of the robot can cover more of the lower view than the floor beside it) nor the lowest (at the
+top of stairs, a dock or a kerb the camera sees a lower floor beyond the edge). :func:`level_planes`
+finds up to :data:`GROUND_LEVELS` level planes, each the largest of the points no earlier one
+holds; :func:`choose_floor` then looks at the foot of each image column, the lowest rows of the
+lower view, nearest the robot: the column votes for the level plane its lowest level point lies
+on, when nothing (beyond :data:`FOOT_SLACK` of the column: a bumper, a cable) is seen below it
+in the image, and nothing seen below it lies beneath the plane. A desk's top has its front face
+below it in the image and beneath it in space: those columns vote for no plane; a lower floor
+beyond an edge is seen above the robot's own floor in every column, which takes the vote. Half
+the candidates are drawn from points near each other in the image (a few grid cells apart), so
+that a floor holding only 15-20 % of the lower view next to a larger desk is still drawn: three
+points drawn anywhere all lie on it with probability 0.2^3.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,7 +37,9 @@ GROUND_INLIER_TOLERANCE = 0.04  # inlier band, as a fraction of the plane's dist
 GROUND_MIN_BAND = 0.005       # the refinement's band never narrows below this (0.5 % of d)
 GROUND_REFINE_ROUNDS = 4      # least-squares refits, each on the points of a narrowed band
 GROUND_MIN_SHARE = 0.15       # default share of the points a lower plane needs
-GROUND_LEVELS = 3             # level planes found one beneath the other, at most
+GROUND_LEVELS = 3             # level planes found, at most
+FOOT_SLACK = 0.1              # share of a column that may lie below its floor in the image
+FOOT_CONTEST = 0.25           # a second plane with this share of the feet's votes: withhold
 
 
 def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float = 0.5,
@@ -76,28 +85,45 @@ def _draw_triples(n_points: int, iterations: int, cells: np.ndarray | None,
     return idx
 
 
-def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
-                     tolerance: float = GROUND_INLIER_TOLERANCE,
-                     iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
-                     cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
-                     min_points: int = 30
-                     ) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """RANSAC for the lowest level plane: (unit normal n, distance d > 0, inlier mask), or None.
+@dataclass(frozen=True)
+class Plane:
+    """A level plane n . p = d of the lower view (n unit, from the camera towards the plane)."""
 
-    Points p on the plane satisfy n . p = d, with n pointing from the camera to the plane
+    normal: np.ndarray
+    d: float
+    share: float        # of the lower view's points within the inlier band
+
+
+@dataclass(frozen=True)
+class FloorChoice:
+    """Which level plane lies at the robot's feet (:func:`choose_floor`)."""
+
+    planes: list[Plane]
+    votes: list[int]     # columns whose foot is on each plane
+    raised: list[int]    # columns where each plane is the lowest level surface but has
+    #                      something beneath it in front of it (a desk's front face)
+    columns: int         # columns with valid points
+
+
+def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
+                 tolerance: float = GROUND_INLIER_TOLERANCE,
+                 iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
+                 cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
+                 min_points: int = 30) -> list[Plane]:
+    """RANSAC for the level planes of the lower view, largest first (at most
+    :data:`GROUND_LEVELS`).
+
+    Points p on a plane satisfy n . p = d, with n pointing from the camera to the plane
     (optical frame: +y is down). Candidates whose normal is more than ``max_tilt_deg`` from +y
     (walls, the ceiling) are rejected before scoring. Inliers lie within ``tolerance`` x d of
-    the plane (a scale-free band); points farther than that along n lie *beneath* it. Every
-    candidate is scored at once (one N x iterations matrix). ``cells`` (the points' grid cells,
-    :func:`lower_view_samples`) lets half the candidates be drawn locally (module doc).
+    the plane (a scale-free band). Every candidate is scored at once (one N x iterations
+    matrix). ``cells`` (the points' grid cells, :func:`lower_view_samples`) lets half the
+    candidates be drawn locally (module doc).
 
-    The floor is the lowest plane (module doc): first the candidate with the most inliers
-    (refined, below); then, while some candidate holds at least ``min_share`` of the points
-    (and ``min_points``) among those beneath the plane found so far, the one holding most of
-    them, refined in turn: the next lower surface (up to :data:`GROUND_LEVELS`). Each step
-    takes the largest plane of what is left, so a candidate that merely cuts across a desk's
-    edge (a wedge of its top and its front face) never wins; one whose refit is not level
-    (a strip of a vertical face) ends the search.
+    The first plane is the candidate with the most inliers; each next one the candidate holding
+    most of the points no plane found so far holds, while it holds at least ``min_share`` of all
+    points (and ``min_points``). Each takes the largest plane of what is left, so a candidate that
+    merely cuts across a desk's edge (a wedge of its top and its front face) never wins.
 
     Each chosen candidate is refined by least squares (SVD), each round on the points within a
     band narrowed to the floor's own scatter: 3 robust standard deviations (1.4826 x the
@@ -106,11 +132,11 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     standing on the floor (their points within ``tolerance`` x d of it); all on one side of
     the plane, they tilt the least-squares fit and bias the distance (about 1 % for a level
     camera facing a wall). The narrowed band keeps them out and keeps a noisy floor's points
-    in. The returned inlier mask is still the ``tolerance`` band around the refined plane.
+    in. A candidate whose refit is not level (a strip of a vertical face) is dropped.
     """
     n_points = len(points)
     if n_points < 3:
-        return None
+        return []
     idx = _draw_triples(n_points, iterations, cells, np.random.default_rng(seed))
     a, b, c = points[idx[:, 0]], points[idx[:, 1]], points[idx[:, 2]]
     normals = np.cross(b - a, c - a)
@@ -124,7 +150,7 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     ok = (normals[:, 1] >= math.cos(math.radians(max_tilt_deg))) & (dist > 1e-9)
     normals, dist = normals[ok], dist[ok]
     if not len(normals):
-        return None
+        return []
     # Scored in float32 with the normals divided by the distance, so that a point on a plane
     # gives 1. Written as three broadcast multiply-adds, not a matrix product: with an inner
     # size of 3, OpenBLAS's thread start-up costs 100x the arithmetic on a busy machine (the
@@ -138,25 +164,91 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     np.abs(score, out=score)
     on = score <= tolerance
     need = max(min_points, math.ceil(min_share * n_points))
-    # The largest level plane first (as a desk may be), then, while a candidate holds enough
-    # of the points beneath the plane found, the largest such one: the next lower surface.
     counts = np.count_nonzero(on, axis=0)
-    found = None
-    for _ in range(GROUND_LEVELS):
+    held = np.zeros(n_points, bool)
+    planes: list[Plane] = []
+    for _ in range(2 * GROUND_LEVELS):  # a candidate that is not level costs a round
         best = int(np.argmax(counts))
-        if found is not None and counts[best] < need:
+        if counts[best] < (need if planes else 3):
             break
         plane = _refine(points, on[:, best], tolerance, max_tilt_deg)
         if plane is None:
-            break
-        found = plane
+            counts[best] = 0
+            continue
         normal, d = plane
-        beneath = np.einsum("ij,j->i", points, normal) / d - 1.0 > tolerance
-        counts = np.count_nonzero(on[beneath], axis=0)
-    if found is None:
+        inliers = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance
+        planes.append(Plane(normal, d, float(inliers.mean())))
+        if len(planes) == GROUND_LEVELS:
+            break
+        held |= inliers
+        counts = np.count_nonzero(on[~held], axis=0)
+    return planes
+
+
+def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
+                 tolerance: float = GROUND_INLIER_TOLERANCE) -> FloorChoice:
+    """The votes of the image columns' feet for the robot's floor (module doc).
+
+    In each column of the sample grid (``cells``), the lowest point (largest row) within
+    ``tolerance`` of a plane (the nearest one) is the column's lowest level point. The column
+    votes for that plane when at most :data:`FOOT_SLACK` of its points lie below it in the image
+    and none of those lies beneath the plane (farther than ``tolerance`` along its normal); a
+    column whose points below it lie beneath it counts as ``raised`` for that plane.
+    """
+    rows, cols = cells[:, 0], cells[:, 1]
+    n_cols = int(cols.max()) + 1 if len(cols) else 0
+    votes, raised = [0] * len(planes), [0] * len(planes)
+    if not planes or not n_cols:
+        return FloorChoice(planes, votes, raised, 0)
+    residual = np.stack([np.einsum("ij,j->i", points, p.normal) / p.d - 1.0 for p in planes],
+                        axis=1)                      # N x planes, fraction of each d
+    nearest = np.argmin(np.abs(residual), axis=1)
+    label = np.where(np.abs(residual[np.arange(len(points)), nearest]) <= tolerance, nearest, -1)
+    # The lowest level point per column: the largest row among labelled points.
+    foot_row = np.full(n_cols, -1)
+    np.maximum.at(foot_row, cols[label >= 0], rows[label >= 0])
+    foot_label = np.full(n_cols, -1)
+    at_foot = (label >= 0) & (rows == foot_row[cols])
+    foot_label[cols[at_foot]] = label[at_foot]
+    per_column = np.bincount(cols, minlength=n_cols)
+    below = rows > foot_row[cols]                    # seen below the column's lowest level point
+    below_count = np.bincount(cols[below], minlength=n_cols)
+    lower = below & (residual[np.arange(len(points)), np.maximum(foot_label[cols], 0)]
+                     > tolerance)
+    beneath = np.bincount(cols[lower], minlength=n_cols) > 0
+    for c in np.flatnonzero(foot_label >= 0):
+        j = int(foot_label[c])
+        if beneath[c]:
+            raised[j] += 1
+        elif below_count[c] <= FOOT_SLACK * per_column[c]:
+            votes[j] += 1
+    return FloorChoice(planes, votes, raised, int(np.count_nonzero(per_column)))
+
+
+def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
+                     tolerance: float = GROUND_INLIER_TOLERANCE,
+                     iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
+                     cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
+                     min_points: int = 30
+                     ) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """The floor: (unit normal n, distance d > 0, inlier mask), or None.
+
+    With ``cells``, the level plane most columns' feet vote for (:func:`choose_floor`; None when
+    no foot is on a level plane); without, the largest level plane (:func:`level_planes`).
+    ``metric_scale.ground_plane_scale`` applies the rest of the rule (contests, support).
+    """
+    planes = level_planes(points, max_tilt_deg, tolerance, iterations, seed, cells=cells,
+                          min_share=min_share, min_points=min_points)
+    if not planes:
         return None
-    normal, d = found
-    return normal, d, np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance
+    plane = planes[0]
+    if cells is not None:
+        choice = choose_floor(points, cells, planes, tolerance)
+        if not max(choice.votes):
+            return None
+        plane = planes[int(np.argmax(choice.votes))]
+    inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
+    return plane.normal, plane.d, inliers
 
 
 def _refine(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float
