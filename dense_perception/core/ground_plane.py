@@ -12,8 +12,7 @@ top of stairs, a dock or a kerb the camera sees a lower floor beyond the edge). 
 finds up to :data:`GROUND_LEVELS` level planes, each the largest of the points no earlier one
 holds; :func:`choose_floor` then looks at the foot of each image column, the lowest rows of the
 lower view, nearest the robot: the column votes for the level plane its lowest level point lies
-on, when nothing (beyond :data:`FOOT_SLACK` of the column: a bumper, a cable) is seen below it
-in the image, and nothing seen below it lies beneath the plane. A desk's top has its front face
+on, when nothing else is seen below it in the image. A desk's top has its front face
 below it in the image and beneath it in space: those columns vote for no plane; a lower floor
 beyond an edge is seen above the robot's own floor in every column, which takes the vote. Half
 the candidates are drawn from points near each other in the image (a few grid cells apart), so
@@ -38,8 +37,9 @@ GROUND_MIN_BAND = 0.005       # the refinement's band never narrows below this (
 GROUND_REFINE_ROUNDS = 4      # least-squares refits, each on the points of a narrowed band
 GROUND_MIN_SHARE = 0.15       # default share of the points a lower plane needs
 GROUND_LEVELS = 3             # level planes found, at most
-FOOT_SLACK = 0.1              # share of a column that may lie below its floor in the image
-FOOT_CONTEST = 0.25           # a second plane with this share of the feet's votes: withhold
+FOOT_CONTEST = 0.25           # a second plane, or columns cut off, with this share of the votes
+LOCAL_AGREEMENT = math.cos(math.radians(10.0))  # a plane's points face its way within 10 deg
+FOOT_SHARE = 0.25             # the floor is refitted from this share of it nearest the robot
 
 
 def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float = 0.5,
@@ -102,6 +102,8 @@ class FloorChoice:
     votes: list[int]     # columns whose foot is on each plane
     raised: list[int]    # columns where each plane is the lowest level surface but has
     #                      something beneath it in front of it (a desk's front face)
+    cut: list[int]       # ... and something above it in front of it (the robot's own floor
+    #                      before an edge, too little of it to be a plane; the robot's body)
     columns: int         # columns with valid points
 
 
@@ -165,6 +167,7 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
     on = score <= tolerance
     need = max(min_points, math.ceil(min_share * n_points))
     counts = np.count_nonzero(on, axis=0)
+    local = None if cells is None else _local_normals(points, cells)
     held = np.zeros(n_points, bool)
     planes: list[Plane] = []
     for _ in range(2 * GROUND_LEVELS):  # a candidate that is not level costs a round
@@ -177,6 +180,9 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
             continue
         normal, d = plane
         inliers = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance
+        if local is not None and not _surface_agrees(local[inliers], normal):
+            counts[best] = 0  # a wedge across a step's riser and the floor before it
+            continue
         planes.append(Plane(normal, d, float(inliers.mean())))
         if len(planes) == GROUND_LEVELS:
             break
@@ -185,44 +191,93 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
     return planes
 
 
+def _local_normals(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """N x 3 unit normals of the surface at each point, from its right and upper grid
+    neighbours (NaN where one is missing)."""
+    table = np.full(tuple(cells.max(axis=0) + 2), -1, np.int64)
+    table[cells[:, 0], cells[:, 1]] = np.arange(len(points))
+    up = table[np.maximum(cells[:, 0] - 1, 0), cells[:, 1]]
+    right = table[cells[:, 0], cells[:, 1] + 1]
+    ok = (up >= 0) & (right >= 0) & (cells[:, 0] > 0)
+    normals = np.full(points.shape, np.nan)
+    n = np.cross(points[right[ok]] - points[ok], points[up[ok]] - points[ok])
+    length = np.linalg.norm(n, axis=1)
+    normals[ok] = n / np.where(length > 0, length, np.nan)[:, None]
+    return normals
+
+
+def _surface_agrees(local: np.ndarray, normal: np.ndarray) -> bool:
+    """Whether most of a plane's inliers lie on a surface facing the way the plane does: a
+    candidate within the band of a vertical face and a strip of floor (a step's riser and the
+    floor before it) holds points whose own surface is vertical."""
+    cosine = np.abs(np.einsum("ij,j->i", local, normal))
+    valid = np.isfinite(cosine)
+    return not valid.any() or np.mean(cosine[valid] >= LOCAL_AGREEMENT) >= 0.5
+
+
 def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
                  tolerance: float = GROUND_INLIER_TOLERANCE) -> FloorChoice:
     """The votes of the image columns' feet for the robot's floor (module doc).
 
     In each column of the sample grid (``cells``), the lowest point (largest row) within
     ``tolerance`` of a plane (the nearest one) is the column's lowest level point. The column
-    votes for that plane when at most :data:`FOOT_SLACK` of its points lie below it in the image
-    and none of those lies beneath the plane (farther than ``tolerance`` along its normal); a
-    column whose points below it lie beneath it counts as ``raised`` for that plane.
+    votes for that plane when no valid point lies below it in the image; a point there lies
+    off every plane, and the column counts as ``raised`` for the plane when one lies beneath it
+    (farther along its normal), else as ``cut``.
     """
     rows, cols = cells[:, 0], cells[:, 1]
     n_cols = int(cols.max()) + 1 if len(cols) else 0
-    votes, raised = [0] * len(planes), [0] * len(planes)
+    votes, raised, cut = [0] * len(planes), [0] * len(planes), [0] * len(planes)
     if not planes or not n_cols:
-        return FloorChoice(planes, votes, raised, 0)
+        return FloorChoice(planes, votes, raised, cut, 0)
+    everyone = np.arange(len(points))
     residual = np.stack([np.einsum("ij,j->i", points, p.normal) / p.d - 1.0 for p in planes],
                         axis=1)                      # N x planes, fraction of each d
     nearest = np.argmin(np.abs(residual), axis=1)
-    label = np.where(np.abs(residual[np.arange(len(points)), nearest]) <= tolerance, nearest, -1)
+    label = np.where(np.abs(residual[everyone, nearest]) <= tolerance, nearest, -1)
     # The lowest level point per column: the largest row among labelled points.
     foot_row = np.full(n_cols, -1)
     np.maximum.at(foot_row, cols[label >= 0], rows[label >= 0])
     foot_label = np.full(n_cols, -1)
     at_foot = (label >= 0) & (rows == foot_row[cols])
     foot_label[cols[at_foot]] = label[at_foot]
-    per_column = np.bincount(cols, minlength=n_cols)
-    below = rows > foot_row[cols]                    # seen below the column's lowest level point
-    below_count = np.bincount(cols[below], minlength=n_cols)
-    lower = below & (residual[np.arange(len(points)), np.maximum(foot_label[cols], 0)]
-                     > tolerance)
-    beneath = np.bincount(cols[lower], minlength=n_cols) > 0
+    # Seen below the column's lowest level point: off every plane, so beneath or above its own.
+    below = (rows > foot_row[cols]) & (foot_label[cols] >= 0)
+    off = residual[everyone, np.maximum(foot_label[cols], 0)]
+    beneath = np.bincount(cols[below & (off > 0)], minlength=n_cols) > 0
+    above = np.bincount(cols[below & (off < 0)], minlength=n_cols) > 0
     for c in np.flatnonzero(foot_label >= 0):
         j = int(foot_label[c])
         if beneath[c]:
             raised[j] += 1
-        elif below_count[c] <= FOOT_SLACK * per_column[c]:
+        elif above[c]:
+            cut[j] += 1
+        else:
             votes[j] += 1
-    return FloorChoice(planes, votes, raised, int(np.count_nonzero(per_column)))
+    return FloorChoice(planes, votes, raised, cut, int(np.count_nonzero(
+        np.bincount(cols, minlength=n_cols))))
+
+
+def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
+                   tolerance: float = GROUND_INLIER_TOLERANCE,
+                   max_tilt_deg: float = 30.0) -> Plane:
+    """``plane`` refitted from its inliers in the lowest rows (the nearest :data:`FOOT_SHARE` of
+    them), then refined over all points (:func:`_refine`).
+
+    A surface that meets the floor at a shallow angle (a 5 deg ramp ahead) lies within the
+    inlier band of a plane between the two, which can hold more points than either; the
+    narrowing refinement keeps such a compromise when it starts from it. Started from the part
+    of the plane nearest the robot, it converges on the floor the robot stands on.
+    """
+    inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
+    rows = cells[:, 0]
+    seed = inliers & (rows >= np.quantile(rows[inliers], 1.0 - FOOT_SHARE))
+    found = _refine(points, seed, tolerance, max_tilt_deg) if seed.sum() >= 3 else None
+    if found is None:
+        return plane
+    normal, d = found
+    share = float(np.mean(np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance))
+    return Plane(normal, d, share)
 
 
 def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
@@ -246,7 +301,8 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
         choice = choose_floor(points, cells, planes, tolerance)
         if not max(choice.votes):
             return None
-        plane = planes[int(np.argmax(choice.votes))]
+        plane = refine_at_foot(points, cells, planes[int(np.argmax(choice.votes))], tolerance,
+                               max_tilt_deg)
     inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
     return plane.normal, plane.d, inliers
 

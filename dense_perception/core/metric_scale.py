@@ -30,7 +30,8 @@ import numpy as np
 
 from .fit import FitPlan
 from .ground_plane import (FOOT_CONTEST, GROUND_INLIER_TOLERANCE, choose_floor,  # noqa: F401
-                           fit_ground_plane, ground_points, level_planes, lower_view_samples)
+                           fit_ground_plane, ground_points, level_planes, lower_view_samples,
+                           refine_at_foot)
 from .intrinsics import Intrinsics
 from .scale_filter import ScaleFilter
 from .setting_names import NODE, Syntax
@@ -124,7 +125,9 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
 
     * no column's foot is on a level plane (a wall, clutter), or the plane at the feet has
       something beneath it seen in front of it in more columns than not (a desk's front
-      face: a raised surface, the floor out of view);
+      face: a raised surface, the floor out of view), or something above it seen in front of
+      it in :data:`.ground_plane.FOOT_CONTEST` as many columns (a strip of the robot's own
+      floor before a drop, too small to be a plane; the robot's body in view);
     * a second level plane at another height (beyond the inlier band) holds the feet of at
       least :data:`.ground_plane.FOOT_CONTEST` as many columns as the floor: the robot may
       stand on either (beside a step or a stage edge), the reason names both and their
@@ -141,7 +144,10 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
         return Estimate(None, reason=f"no plane within {max_tilt_deg:g} deg of level "
                                      "in the lower view")
     choice = choose_floor(points, cells, planes)
-    votes, raised = np.array(choice.votes), np.array(choice.raised)
+    votes, raised, cut = (np.array(x) for x in (choice.votes, choice.raised, choice.cut))
+    if not votes.any() and cut.any():
+        j = int(np.argmax(cut))
+        return Estimate(None, reason=_cut_reason(planes[j], cut[j], choice.columns))
     if not votes.any():
         if raised.any():
             j = int(np.argmax(raised))
@@ -155,6 +161,8 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
             f"{len(planes)} level plane(s) seen, none continuous with what is under the robot"))
     order = np.argsort(-votes, kind="stable")
     best = planes[int(order[0])]
+    if cut[order[0]] > FOOT_CONTEST * votes[order[0]]:
+        return Estimate(None, reason=_cut_reason(best, cut[order[0]], choice.columns))
     if raised[order[0]] > votes[order[0]]:  # the same plane, a floor in few columns only
         return Estimate(None, reason=(
             f"the level plane at the robot's feet ({votes.max()} of {choice.columns} columns) "
@@ -170,6 +178,7 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
                 f"{min(best, other, key=lambda q: q.d).share:.0%} of the lower view, the other "
                 f"{max(best, other, key=lambda q: q.d).share:.0%}; the feet of "
                 f"{votes[order[0]]} and {votes[j]} columns: cannot tell which the robot stands on"))
+    best = refine_at_foot(points, cells, best, max_tilt_deg=max_tilt_deg)
     count = int(round(best.share * len(points)))
     result = Estimate(camera_height / best.d, best.share, count,
                       normal=tuple(float(x) for x in best.normal))
@@ -178,6 +187,15 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
             f"the robot's floor (the level plane at the foot of the view) holds "
             f"{best.share:.0%} of the lower view (< {min_inlier_ratio:.0%})"))
     return result
+
+
+def _cut_reason(plane, columns: int, of: int) -> str:
+    """Why a plane seen with something above it in front of it is not taken for the floor."""
+    return (f"a level plane holding {plane.share:.0%} of the lower view has, in {columns} of {of} "
+            "columns, something above it seen in front of it at the foot of the view: the "
+            "robot may stand on that (at the edge of a drop, its own floor too little in view "
+            "to measure) or it is the robot's own body; the floor the robot stands on is not "
+            "measurable")
 
 
 def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
