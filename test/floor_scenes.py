@@ -27,10 +27,12 @@ def rays_world(pitch_deg: float, fx: float, width: int = WIDTH, height: int = HE
 
 def floor_scene(h: float, pitch_deg: float, fx: float = 420.0, *, edge: float | None = None,
                 drop: float = 0.0, step: float = 0.0, ramp_deg: float = 0.0,
-                wall: float = 6.0, width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
+                side: float | None = None, wall: float = 6.0, width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
     """Metric depth of: the robot's floor (Z = 0) up to ``edge`` metres ahead; beyond it a lower
     floor (``drop`` m down), a step up (``step`` m, with its riser), or a ramp rising at
-    ``ramp_deg``; a wall ``wall`` m ahead. ``edge`` None: the floor goes on to the wall."""
+    ``ramp_deg``; a wall ``wall`` m ahead. ``edge`` None: the floor goes on to the wall.
+    ``side``: the floor ends ``side`` m to the left instead (X < side is ``drop`` m lower: a
+    stage edge beside the robot)."""
     r = rays_world(pitch_deg, fx, width, height)
     o = np.array([0.0, 0.0, h])
     best = np.full(r.shape[:2], np.inf)
@@ -48,7 +50,10 @@ def floor_scene(h: float, pitch_deg: float, fx: float = 420.0, *, edge: float | 
         best = np.where(ok, t, best)
 
     far = np.inf if edge is None else edge
-    hit([0, 0, 1], 0.0, lambda p: p[..., 1] <= far)                    # the robot's floor
+    left = -np.inf if side is None else side
+    hit([0, 0, 1], 0.0, lambda p: (p[..., 1] <= far) & (p[..., 0] >= left))  # the robot's floor
+    if side is not None:
+        hit([0, 0, 1], -drop, lambda p: p[..., 0] <= side)              # the floor beside it
     hit([0, 1, 0], wall, lambda p: np.ones(p.shape[:2], bool))         # the wall
     if edge is not None and drop > 0:
         hit([0, 0, 1], -drop, lambda p: p[..., 1] >= edge)              # the lower floor
