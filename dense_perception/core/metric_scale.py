@@ -172,12 +172,14 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
         other = planes[int(j)]
         if votes[j] >= FOOT_CONTEST * votes[order[0]] and votes[j] > 0 and \
                 abs(other.d / best.d - 1.0) > GROUND_INLIER_TOLERANCE:
+            upper, lower = sorted(((best, votes[order[0]]), (other, votes[j])),
+                                  key=lambda pv: pv[0].d)
             return Estimate(None, reason=(
-                f"two level planes at the robot's feet: one {best.d / other.d:.2f}x as far "
-                f"below the camera as the other (heights ratio); the nearer-to-camera holds "
-                f"{min(best, other, key=lambda q: q.d).share:.0%} of the lower view, the other "
-                f"{max(best, other, key=lambda q: q.d).share:.0%}; the feet of "
-                f"{votes[order[0]]} and {votes[j]} columns: cannot tell which the robot stands on"))
+                f"two level planes at the robot's feet, one {lower[0].d / upper[0].d:.2f}x as "
+                f"far below the camera as the other (heights ratio): the upper holds "
+                f"{upper[0].share:.0%} of the lower view and the feet of {upper[1]} columns, "
+                f"the lower {lower[0].share:.0%} and {lower[1]}; cannot tell which the robot "
+                "stands on (a step or stage edge beside it)"))
     best = refine_at_foot(points, cells, best, max_tilt_deg=max_tilt_deg)
     count = int(round(best.share * len(points)))
     result = Estimate(camera_height / best.d, best.share, count,
