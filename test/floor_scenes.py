@@ -27,7 +27,8 @@ def rays_world(pitch_deg: float, fx: float, width: int = WIDTH, height: int = HE
 
 def floor_scene(h: float, pitch_deg: float, fx: float = 420.0, *, edge: float | None = None,
                 drop: float = 0.0, step: float = 0.0, ramp_deg: float = 0.0,
-                side: float | None = None, wall: float = 6.0, width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
+                side: float | None = None, wall: float = 6.0, width: int = WIDTH,
+                height: int = HEIGHT) -> np.ndarray:
     """Metric depth of: the robot's floor (Z = 0) up to ``edge`` metres ahead; beyond it a lower
     floor (``drop`` m down), a step up (``step`` m, with its riser), or a ramp rising at
     ``ramp_deg``; a wall ``wall`` m ahead. ``edge`` None: the floor goes on to the wall.
@@ -51,7 +52,7 @@ def floor_scene(h: float, pitch_deg: float, fx: float = 420.0, *, edge: float | 
 
     far = np.inf if edge is None else edge
     left = -np.inf if side is None else side
-    hit([0, 0, 1], 0.0, lambda p: (p[..., 1] <= far) & (p[..., 0] >= left))  # the robot's floor
+    hit([0, 0, 1], 0.0, lambda p: (p[..., 1] <= far) & (p[..., 0] >= left))  # robot's floor
     if side is not None:
         hit([0, 0, 1], -drop, lambda p: p[..., 0] <= side)              # the floor beside it
     hit([0, 1, 0], wall, lambda p: np.ones(p.shape[:2], bool))         # the wall
@@ -61,6 +62,6 @@ def floor_scene(h: float, pitch_deg: float, fx: float = 420.0, *, edge: float | 
         hit([0, 0, 1], step, lambda p: p[..., 1] >= edge)               # the step's top
         hit([0, 1, 0], edge, lambda p: (p[..., 2] >= 0) & (p[..., 2] <= step))  # its riser
     if edge is not None and ramp_deg > 0:
-        a = math.radians(ramp_deg)       # Z = (Y - edge) tan a, i.e. -sin a Y + cos a Z = -sin a edge
+        a = math.radians(ramp_deg)  # Z = (Y - edge) tan a: -sin a Y + cos a Z = -sin a edge
         hit([0, -math.sin(a), math.cos(a)], -math.sin(a) * edge, lambda p: p[..., 1] >= edge)
     return best

@@ -1,5 +1,6 @@
-"""Issue 31, item 1: the scale comes from the floor the robot stands on, never from a lower floor
-beyond an edge nor from a desk; where the robot's floor cannot be told, it is withheld with a reason.
+"""Issue 31, item 1: the scale comes from the floor the robot stands on, never from a lower
+floor beyond an edge nor from a desk; where the robot's floor cannot be told, it is withheld
+with a reason.
 
 Each scene's metric depth is written out by ray-plane intersection (test/floor_scenes.py) and fed
 as the model's depth, so the right scale is 1.0; a scale is never more than 5 % off.
@@ -16,7 +17,7 @@ from dense_perception.core.fit import make_fit_plan
 from dense_perception.core.intrinsics import Intrinsics
 from dense_perception.core.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics
 
-PITCHED = dict(h=0.5, pitch_deg=25.0, fx=420.0)  # 0.5 m up, pitched 25 deg: sees the floor 0.16 m ahead
+PITCHED = dict(h=0.5, pitch_deg=25.0, fx=420.0)  # 0.5 m up, pitched 25 deg: floor from 0.16 m
 LEVEL = dict(h=1.0, pitch_deg=0.0, fx=300.0)     # 1.0 m up, level, a wide lens: from 0.67 m ahead
 PLAN = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")
 

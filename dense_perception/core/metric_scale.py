@@ -3,9 +3,10 @@
 DA3-Small's depth is right only up to one unknown factor per image. This module turns it into
 metres, without ROS:
 
-* :func:`ground_plane_scale`: the floor the robot stands on, the level plane at the foot of the
-  view in the relative point cloud of the lower part of the view (RANSAC, :mod:`.ground_plane`), with a prior on its tilt; scale =
-  ``camera_height`` / the plane's distance from the optical centre (no IMU, no TF).
+* :func:`ground_plane_scale`: the floor the robot stands on, the level plane at the foot of
+  the view in the relative point cloud of its lower part (RANSAC, :mod:`.ground_plane`), with
+  a prior on its tilt; scale = ``camera_height`` / the plane's distance from the optical
+  centre (no IMU, no TF).
 * :func:`reference_scale`: median of metric / relative ratios over the pixels of a registered
   metric depth image (LiDAR projection, ToF, stereo), outliers rejected in log space.
 * :class:`ScaleFilter` (:mod:`.scale_filter`): a robust exponential filter in log space with a
