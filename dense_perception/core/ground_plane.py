@@ -1,23 +1,13 @@
-"""The floor in relative depth: sampling the lower view, a RANSAC for its level planes, and
-which of them the robot stands on.
+"""The floor in relative depth: sampling the lower view and a RANSAC for its level planes.
 
 DA3's relative depth x the camera rays is a point cloud right up to one factor, so the floor in
 it is a plane at some distance d from the optical centre, and ``camera_height`` / d is metres
-per unit (``metric_scale.ground_plane_scale``). Here only the geometry, without units.
+per unit (``metric_scale.ground_plane_scale``). Here only the geometry, without units; which of
+the level planes is the floor the robot stands on is :mod:`.robot_floor`'s job.
 
-**Which level plane is the floor: the one at the robot's feet.** ``camera_height`` refers to
-the floor the robot stands on, so that is the plane to find: neither the largest (a desk in front
-of the robot can cover more of the lower view than the floor beside it) nor the lowest (at the
-top of stairs, a dock or a kerb the camera sees a lower floor beyond the edge). :func:`level_planes`
-finds up to :data:`GROUND_LEVELS` level planes, each the largest of the points no earlier one
-holds; :func:`choose_floor` then looks at the foot of each image column, the lowest rows of the
-lower view, nearest the robot: the column votes for the level plane its lowest level point lies
-on, when nothing else is seen below it in the image. A desk's top has its front face
-below it in the image and beneath it in space: those columns vote for no plane; a lower floor
-beyond an edge is seen above the robot's own floor in every column, which takes the vote. Half
-the candidates are drawn from points near each other in the image (a few grid cells apart), so
-that a floor holding only 15-20 % of the lower view next to a larger desk is still drawn: three
-points drawn anywhere all lie on it with probability 0.2^3.
+Half the candidates are drawn from points near each other in the image (a few grid cells
+apart), so that a floor holding only 15-20 % of the lower view next to a larger desk is still
+drawn: three points drawn anywhere all lie on it with probability 0.2^3.
 """
 
 from __future__ import annotations
@@ -37,9 +27,7 @@ GROUND_MIN_BAND = 0.005       # the refinement's band never narrows below this (
 GROUND_REFINE_ROUNDS = 4      # least-squares refits, each on the points of a narrowed band
 GROUND_MIN_SHARE = 0.15       # default share of the points a lower plane needs
 GROUND_LEVELS = 3             # level planes found, at most
-FOOT_CONTEST = 0.25           # a second plane, or columns cut off, with this share of the votes
 LOCAL_AGREEMENT = math.cos(math.radians(10.0))  # a plane's points face its way within 10 deg
-FOOT_SHARE = 0.25             # the floor is refitted from this share of it nearest the robot
 
 
 def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float = 0.5,
@@ -92,19 +80,6 @@ class Plane:
     normal: np.ndarray
     d: float
     share: float        # of the lower view's points within the inlier band
-
-
-@dataclass(frozen=True)
-class FloorChoice:
-    """Which level plane lies at the robot's feet (:func:`choose_floor`)."""
-
-    planes: list[Plane]
-    votes: list[int]     # columns whose foot is on each plane
-    raised: list[int]    # columns where each plane is the lowest level surface but has
-    #                      something beneath it in front of it (a desk's front face)
-    cut: list[int]       # ... and something above it in front of it (the robot's own floor
-    #                      before an edge, too little of it to be a plane; the robot's body)
-    columns: int         # columns with valid points
 
 
 def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
@@ -174,7 +149,7 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
         best = int(np.argmax(counts))
         if counts[best] < (need if planes else 3):
             break
-        plane = _refine(points, on[:, best], tolerance, max_tilt_deg)
+        plane = refine_plane(points, on[:, best], tolerance, max_tilt_deg)
         if plane is None:
             counts[best] = 0
             continue
@@ -215,102 +190,10 @@ def _surface_agrees(local: np.ndarray, normal: np.ndarray) -> bool:
     return not valid.any() or np.mean(cosine[valid] >= LOCAL_AGREEMENT) >= 0.5
 
 
-def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
-                 tolerance: float = GROUND_INLIER_TOLERANCE) -> FloorChoice:
-    """The votes of the image columns' feet for the robot's floor (module doc).
-
-    In each column of the sample grid (``cells``), the lowest point (largest row) within
-    ``tolerance`` of a plane (the nearest one) is the column's lowest level point. The column
-    votes for that plane when no valid point lies below it in the image; a point there lies
-    off every plane, and the column counts as ``raised`` for the plane when one lies beneath it
-    (farther along its normal), else as ``cut``.
-    """
-    rows, cols = cells[:, 0], cells[:, 1]
-    n_cols = int(cols.max()) + 1 if len(cols) else 0
-    votes, raised, cut = [0] * len(planes), [0] * len(planes), [0] * len(planes)
-    if not planes or not n_cols:
-        return FloorChoice(planes, votes, raised, cut, 0)
-    everyone = np.arange(len(points))
-    residual = np.stack([np.einsum("ij,j->i", points, p.normal) / p.d - 1.0 for p in planes],
-                        axis=1)                      # N x planes, fraction of each d
-    nearest = np.argmin(np.abs(residual), axis=1)
-    label = np.where(np.abs(residual[everyone, nearest]) <= tolerance, nearest, -1)
-    # The lowest level point per column: the largest row among labelled points.
-    foot_row = np.full(n_cols, -1)
-    np.maximum.at(foot_row, cols[label >= 0], rows[label >= 0])
-    foot_label = np.full(n_cols, -1)
-    at_foot = (label >= 0) & (rows == foot_row[cols])
-    foot_label[cols[at_foot]] = label[at_foot]
-    # Seen below the column's lowest level point: off every plane, so beneath or above its own.
-    below = (rows > foot_row[cols]) & (foot_label[cols] >= 0)
-    off = residual[everyone, np.maximum(foot_label[cols], 0)]
-    beneath = np.bincount(cols[below & (off > 0)], minlength=n_cols) > 0
-    above = np.bincount(cols[below & (off < 0)], minlength=n_cols) > 0
-    for c in np.flatnonzero(foot_label >= 0):
-        j = int(foot_label[c])
-        if beneath[c]:
-            raised[j] += 1
-        elif above[c]:
-            cut[j] += 1
-        else:
-            votes[j] += 1
-    return FloorChoice(planes, votes, raised, cut, int(np.count_nonzero(
-        np.bincount(cols, minlength=n_cols))))
-
-
-def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
-                   tolerance: float = GROUND_INLIER_TOLERANCE,
-                   max_tilt_deg: float = 30.0) -> Plane:
-    """``plane`` refitted from its inliers in the lowest rows (the nearest :data:`FOOT_SHARE` of
-    them), then refined over all points (:func:`_refine`).
-
-    A surface that meets the floor at a shallow angle (a 5 deg ramp ahead) lies within the
-    inlier band of a plane between the two, which can hold more points than either; the
-    narrowing refinement keeps such a compromise when it starts from it. Started from the part
-    of the plane nearest the robot, it converges on the floor the robot stands on.
-    """
-    inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
-    rows = cells[:, 0]
-    seed = inliers & (rows >= np.quantile(rows[inliers], 1.0 - FOOT_SHARE))
-    found = _refine(points, seed, tolerance, max_tilt_deg) if seed.sum() >= 3 else None
-    if found is None:
-        return plane
-    normal, d = found
-    share = float(np.mean(np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance))
-    return Plane(normal, d, share)
-
-
-def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
-                     tolerance: float = GROUND_INLIER_TOLERANCE,
-                     iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
-                     cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
-                     min_points: int = 30
-                     ) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """The floor: (unit normal n, distance d > 0, inlier mask), or None.
-
-    With ``cells``, the level plane most columns' feet vote for (:func:`choose_floor`; None when
-    no foot is on a level plane); without, the largest level plane (:func:`level_planes`).
-    ``metric_scale.ground_plane_scale`` applies the rest of the rule (contests, support).
-    """
-    planes = level_planes(points, max_tilt_deg, tolerance, iterations, seed, cells=cells,
-                          min_share=min_share, min_points=min_points)
-    if not planes:
-        return None
-    plane = planes[0]
-    if cells is not None:
-        choice = choose_floor(points, cells, planes, tolerance)
-        if not max(choice.votes):
-            return None
-        plane = refine_at_foot(points, cells, planes[int(np.argmax(choice.votes))], tolerance,
-                               max_tilt_deg)
-    inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
-    return plane.normal, plane.d, inliers
-
-
-def _refine(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float
-            ) -> tuple[np.ndarray, float] | None:
+def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float
+                 ) -> tuple[np.ndarray, float] | None:
     """Least-squares (SVD) refits of a candidate's inliers in narrowing bands (see
-    :func:`fit_ground_plane`): (unit normal, distance), or None when it is not a level plane."""
+    :func:`level_planes`): (unit normal, distance), or None when it is not a level plane."""
     band = tolerance
     for _ in range(GROUND_REFINE_ROUNDS):
         if inliers.sum() < 3:
@@ -324,7 +207,7 @@ def _refine(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_
         if d <= 0:
             return None
         residual = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0)  # fraction of d
-        # Narrow the band to the scatter of this round's inliers (see fit_ground_plane).
+        # Narrow the band to the scatter of this round's inliers (see level_planes).
         scatter = 3.0 * 1.4826 * float(np.median(residual[inliers]))
         band = min(band, max(scatter, GROUND_MIN_BAND))
         inliers = residual <= band

@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .fit import FitPlan
-from .ground_plane import (FOOT_CONTEST, GROUND_INLIER_TOLERANCE, choose_floor,  # noqa: F401
-                           fit_ground_plane, ground_points, level_planes, lower_view_samples,
-                           refine_at_foot)
+from .ground_plane import (GROUND_INLIER_TOLERANCE, ground_points,  # noqa: F401
+                           level_planes, lower_view_samples)
+from .robot_floor import fit_ground_plane, floor_at_feet  # noqa: F401
 from .intrinsics import Intrinsics
 from .scale_filter import ScaleFilter
 from .setting_names import NODE, Syntax
@@ -121,16 +121,16 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     found (:func:`.ground_plane.level_planes`: half, so that a floor too small to use is still
     recognised as the floor and the frame gives no estimate, rather than a larger desk giving
     one 2.5x off); the floor is the one the feet of the image columns vote for
-    (:func:`.ground_plane.choose_floor`): the level surface seen lowest in the image with
+    (:func:`.robot_floor.floor_at_feet`): the level surface seen lowest in the image with
     nothing below it. The frame gives no estimate when
 
     * no column's foot is on a level plane (a wall, clutter), or the plane at the feet has
       something beneath it seen in front of it in more columns than not (a desk's front
       face: a raised surface, the floor out of view), or something above it seen in front of
-      it in :data:`.ground_plane.FOOT_CONTEST` as many columns (a strip of the robot's own
+      it in :data:`.robot_floor.FOOT_CONTEST` as many columns (a strip of the robot's own
       floor before a drop, too small to be a plane; the robot's body in view);
     * a second level plane at another height (beyond the inlier band) holds the feet of at
-      least :data:`.ground_plane.FOOT_CONTEST` as many columns as the floor: the robot may
+      least :data:`.robot_floor.FOOT_CONTEST` as many columns as the floor: the robot may
       stand on either (beside a step or a stage edge), the reason names both and their
       heights' ratio;
     * the floor holds less than ``min_inlier_ratio`` of the lower view's valid points (the
@@ -144,44 +144,9 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     if not planes:
         return Estimate(None, reason=f"no plane within {max_tilt_deg:g} deg of level "
                                      "in the lower view")
-    choice = choose_floor(points, cells, planes)
-    votes, raised, cut = (np.array(x) for x in (choice.votes, choice.raised, choice.cut))
-    if not votes.any() and cut.any():
-        j = int(np.argmax(cut))
-        return Estimate(None, reason=_cut_reason(planes[j], cut[j], choice.columns))
-    if not votes.any():
-        if raised.any():
-            j = int(np.argmax(raised))
-            return Estimate(None, reason=(
-                f"the lowest level plane in view holds {planes[j].share:.0%} of the lower view "
-                f"and, in {raised[j]} of {choice.columns} columns, something lies beneath it "
-                "in front of it: a raised surface (desk, table, step), not the floor; the "
-                "floor is out of view"))
-        return Estimate(None, reason=(
-            f"no level plane at the foot of the view (the lowest rows, nearest the robot): "
-            f"{len(planes)} level plane(s) seen, none continuous with what is under the robot"))
-    order = np.argsort(-votes, kind="stable")
-    best = planes[int(order[0])]
-    if cut[order[0]] > FOOT_CONTEST * votes[order[0]]:
-        return Estimate(None, reason=_cut_reason(best, cut[order[0]], choice.columns))
-    if raised[order[0]] > votes[order[0]]:  # the same plane, a floor in few columns only
-        return Estimate(None, reason=(
-            f"the level plane at the robot's feet ({votes.max()} of {choice.columns} columns) "
-            f"has something beneath it in front of it in {raised[order[0]]} columns: a raised "
-            "surface (desk, table, step), not the floor"))
-    for j in order[1:]:
-        other = planes[int(j)]
-        if votes[j] >= FOOT_CONTEST * votes[order[0]] and votes[j] > 0 and \
-                abs(other.d / best.d - 1.0) > GROUND_INLIER_TOLERANCE:
-            upper, lower = sorted(((best, votes[order[0]]), (other, votes[j])),
-                                  key=lambda pv: pv[0].d)
-            return Estimate(None, reason=(
-                f"two level planes at the robot's feet, one {lower[0].d / upper[0].d:.2f}x as "
-                f"far below the camera as the other (heights ratio): the upper holds "
-                f"{upper[0].share:.0%} of the lower view and the feet of {upper[1]} columns, "
-                f"the lower {lower[0].share:.0%} and {lower[1]}; cannot tell which the robot "
-                "stands on (a step or stage edge beside it)"))
-    best = refine_at_foot(points, cells, best, max_tilt_deg=max_tilt_deg)
+    best, reason = floor_at_feet(points, cells, planes, max_tilt_deg)
+    if best is None:
+        return Estimate(None, reason=reason)
     count = int(round(best.share * len(points)))
     result = Estimate(camera_height / best.d, best.share, count,
                       normal=tuple(float(x) for x in best.normal))
@@ -190,15 +155,6 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
             f"the robot's floor (the level plane at the foot of the view) holds "
             f"{best.share:.0%} of the lower view (< {min_inlier_ratio:.0%})"))
     return result
-
-
-def _cut_reason(plane, columns: int, of: int) -> str:
-    """Why a plane seen with something above it in front of it is not taken for the floor."""
-    return (f"a level plane holding {plane.share:.0%} of the lower view has, in {columns} of {of} "
-            "columns, something above it seen in front of it at the foot of the view: the "
-            "robot may stand on that (at the edge of a drop, its own floor too little in view "
-            "to measure) or it is the robot's own body; the floor the robot stands on is not "
-            "measurable")
 
 
 def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
