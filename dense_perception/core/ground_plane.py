@@ -27,7 +27,8 @@ GROUND_MIN_BAND = 0.005       # the refinement's band never narrows below this (
 GROUND_REFINE_ROUNDS = 4      # least-squares refits, each on the points of a narrowed band
 GROUND_MIN_SHARE = 0.15       # default share of the points a lower plane needs
 GROUND_LEVELS = 3             # level planes found, at most
-LOCAL_AGREEMENT = math.cos(math.radians(10.0))  # a plane's points face its way within 10 deg
+LOCAL_ACROSS = 0.5           # |cos| of a point's own surface normal to a plane's: 60 deg off
+LOCAL_ACROSS_SHARE = 0.2     # a plane with more of its points on surfaces across it is a wedge
 
 
 def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float = 0.5,
@@ -182,12 +183,13 @@ def _local_normals(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
 
 
 def _surface_agrees(local: np.ndarray, normal: np.ndarray) -> bool:
-    """Whether most of a plane's inliers lie on a surface facing the way the plane does: a
-    candidate within the band of a vertical face and a strip of floor (a step's riser and the
-    floor before it) holds points whose own surface is vertical."""
+    """Whether a plane's inliers lie on surfaces facing about the way it does: a candidate
+    within the band of a vertical face and a strip of floor (a step's riser and the floor before
+    it) holds many points whose own surface is across it (more than 60 deg off; noise in the
+    depth tilts a floor's local normals, but seldom that far)."""
     cosine = np.abs(np.einsum("ij,j->i", local, normal))
     valid = np.isfinite(cosine)
-    return not valid.any() or np.mean(cosine[valid] >= LOCAL_AGREEMENT) >= 0.5
+    return not valid.any() or np.mean(cosine[valid] < LOCAL_ACROSS) <= LOCAL_ACROSS_SHARE
 
 
 def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float

@@ -44,9 +44,10 @@ def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
 
     In each column of the sample grid (``cells``), the lowest point (largest row) within
     ``tolerance`` of a plane (the nearest one) is the column's lowest level point. The column
-    votes for that plane when no valid point lies below it in the image; a point there lies
-    off every plane, and the column counts as ``raised`` for the plane when one lies beneath it
-    (farther along its normal), else as ``cut``.
+    votes for that plane when no surface is seen below it in the image: points there lie off
+    every plane, and two of them, or one more than twice ``tolerance`` off (a single point a
+    little off is noise), beneath the plane (farther along its normal) make the column
+    ``raised`` for the plane, above it ``cut``.
     """
     rows, cols = cells[:, 0], cells[:, 1]
     n_cols = int(cols.max()) + 1 if len(cols) else 0
@@ -67,8 +68,9 @@ def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
     # Seen below the column's lowest level point: off every plane, so beneath or above its own.
     below = (rows > foot_row[cols]) & (foot_label[cols] >= 0)
     off = residual[everyone, np.maximum(foot_label[cols], 0)]
-    beneath = np.bincount(cols[below & (off > 0)], minlength=n_cols) > 0
-    above = np.bincount(cols[below & (off < 0)], minlength=n_cols) > 0
+    # One point a little off the plane is noise; two, or one far off, are a surface.
+    beneath = _surface_below(cols, below & (off > 0), np.abs(off), tolerance, n_cols)
+    above = _surface_below(cols, below & (off < 0), np.abs(off), tolerance, n_cols)
     for c in np.flatnonzero(foot_label >= 0):
         j = int(foot_label[c])
         if beneath[c]:
@@ -79,6 +81,14 @@ def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
             votes[j] += 1
     return FloorChoice(planes, votes, raised, cut, int(np.count_nonzero(
         np.bincount(cols, minlength=n_cols))))
+
+
+def _surface_below(cols: np.ndarray, chosen: np.ndarray, off: np.ndarray, tolerance: float,
+                   n_cols: int) -> np.ndarray:
+    """Per column: at least two ``chosen`` points, or one more than twice ``tolerance`` off."""
+    count = np.bincount(cols[chosen], minlength=n_cols)
+    far = np.bincount(cols[chosen & (off > 2.0 * tolerance)], minlength=n_cols)
+    return (count >= 2) | (far >= 1)
 
 
 def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
