@@ -9,11 +9,12 @@ from tools.metric_scene import (DESK_BESIDE_FLOOR, DESK_ONLY, FORWARD, HEIGHT, P
                                 WIDTH, Scene, da3_output_of, paint, sparse_reference)
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.scale.metric_scale import (DepthScaler, ScaleConfig, ScaleFilter,
-                                                fit_ground_plane, ground_plane_scale,
-                                                ground_points, reference_scale,
-                                                reference_to_metres, relative_output_problem,
-                                                scale_diagnostics)
+from dense_perception.core.scale.metric_scale import (DepthScaler, ScaleConfig, ground_plane_scale,
+                                                      reference_scale, reference_to_metres,
+                                                      relative_output_problem, scale_diagnostics)
+from dense_perception.core.scale.scale_filter import ScaleFilter
+from dense_perception.core.scale.ground_plane import ground_points
+from dense_perception.core.scale.robot_floor import fit_ground_plane
 
 
 
@@ -231,7 +232,7 @@ def painted(scene, s):
     return da3_output_of(paint(z / s)).astype(np.float32), z, surface
 
 
-def test_the_floor_is_the_lowest_plane_not_a_larger_desk():
+def test_the_floor_beside_a_larger_desk_not_the_desk():
     """Camera 1.0 m up, a desk top 0.4 m below it covering more of the lower view (25 %) than
     the floor beside it (17 %): the floor is found (taking the desk gave every depth 2.5x)."""
     rel, z, surface = painted(DESK_BESIDE_FLOOR, 0.85)
@@ -244,7 +245,8 @@ def test_the_floor_is_the_lowest_plane_not_a_larger_desk():
     # With the default 30 %, this floor is too small to use: no estimate, never the desk's.
     est = ground_plane_scale(rel, k, 1.0)
     assert est.scale is None
-    assert "the floor (the lowest level plane) holds 1" in est.reason and "(< 30%)" in est.reason
+    assert "the robot's floor (the level plane at the foot of the view) holds 1" in est.reason
+    assert "(< 30%)" in est.reason
 
 
 def test_a_desk_with_no_floor_in_view_gives_no_scale():

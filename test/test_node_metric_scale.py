@@ -246,7 +246,7 @@ def test_fixed_scale_is_asserted_and_metric_models_ignore_the_source(harness_fac
 def test_the_floor_beside_a_larger_desk_gives_metres(harness_factory):
     """Camera 1.0 m up; a desk top 0.4 m below it covers more of the lower view (25 %) than
     the floor beside it (17 %); wall at 4 m. Taking the desk for the floor published the floor
-    2.5 m below the camera and the wall at 10 m; the floor is the lowest level plane."""
+    2.5 m below the camera and the wall at 10 m; the floor is the one at the robot's feet."""
     scene, s = DESK_BESIDE_FLOOR, 0.85
     h = harness_factory({"depth_scale_source": "ground_plane", "camera_height": scene.height,
                          "fit": "stretch", "depth_scale_min_inliers": 0.15,

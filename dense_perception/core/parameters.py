@@ -244,8 +244,9 @@ PARAMS: tuple[ParamSpec, ...] = (
               "normal and the image's down axis (camera pitch or roll).", low=1.0, high=89.0,
               runtime=True,
               unit="deg", offline="--ground-max-tilt"),
-    ParamSpec("depth_scale_min_inliers", 0.3, "Smallest share of inliers (floor points in the "
-              "lower view, or agreeing reference pixels) for a frame's scale to count.",
+    ParamSpec("depth_scale_min_inliers", 0.3, "Smallest share of inliers (points of the robot's "
+              "own floor in the lower view, or agreeing reference pixels) for a frame's scale "
+              "to count.",
               low=0.0, high=1.0, runtime=True,
               unit="share", offline="--depth-scale-min-inliers"),
     ParamSpec("reference_depth_slop", 0.05, "reference_depth: largest stamp difference (s) "

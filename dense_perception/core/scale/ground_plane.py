@@ -1,23 +1,19 @@
-"""The floor in relative depth: sampling the lower view and a RANSAC for the lowest level plane.
+"""The floor in relative depth: sampling the lower view and a RANSAC for its level planes.
 
 DA3's relative depth x the camera rays is a point cloud right up to one factor, so the floor in
 it is a plane at some distance d from the optical centre, and ``camera_height`` / d is metres
-per unit (``metric_scale.ground_plane_scale``). Here only the geometry, without units.
+per unit (``metric_scale.ground_plane_scale``). Here only the geometry, without units; which of
+the level planes is the floor the robot stands on is :mod:`.robot_floor`'s job.
 
-**Which level plane is the floor.** Not the largest: a desk in front of the robot can cover
-more of the lower view than the floor beside it, and taking it for the floor makes every depth
-``camera_height`` / (camera_height - desk height) times too far. The floor is the *lowest*
-level plane: nothing that a camera sees lies beneath it. :func:`fit_ground_plane` finds the
-largest level plane, then the largest one among the points beneath it (farther along the down
-axis), and so on while one holds enough of the lower view; a desk has the floor past its edges,
-and its own front face, beneath it. Half the candidates are drawn from points near each other in the
-image (a few grid cells apart), so that a floor holding only 15-20 % of the lower view next to
-a larger desk is still drawn: three points drawn anywhere all lie on it with probability 0.2^3.
+Half the candidates are drawn from points near each other in the image (a few grid cells
+apart), so that a floor holding only 15-20 % of the lower view next to a larger desk is still
+drawn: three points drawn anywhere all lie on it with probability 0.2^3.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,7 +26,9 @@ GROUND_INLIER_TOLERANCE = 0.04  # inlier band, as a fraction of the plane's dist
 GROUND_MIN_BAND = 0.005       # the refinement's band never narrows below this (0.5 % of d)
 GROUND_REFINE_ROUNDS = 4      # least-squares refits, each on the points of a narrowed band
 GROUND_MIN_SHARE = 0.15       # default share of the points a lower plane needs
-GROUND_LEVELS = 3             # level planes found one beneath the other, at most
+GROUND_LEVELS = 3             # level planes found, at most
+LOCAL_ACROSS = 0.5           # |cos| of a point's own surface normal to a plane's: 60 deg off
+LOCAL_ACROSS_SHARE = 0.2     # a plane with more of its points on surfaces across it is a wedge
 
 
 def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float = 0.5,
@@ -76,28 +74,34 @@ def _draw_triples(n_points: int, iterations: int, cells: np.ndarray | None,
     return idx
 
 
-def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
-                     tolerance: float = GROUND_INLIER_TOLERANCE,
-                     iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
-                     cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
-                     min_points: int = 30
-                     ) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """RANSAC for the lowest level plane: (unit normal n, distance d > 0, inlier mask), or None.
+@dataclass(frozen=True)
+class Plane:
+    """A level plane n . p = d of the lower view (n unit, from the camera towards the plane)."""
 
-    Points p on the plane satisfy n . p = d, with n pointing from the camera to the plane
+    normal: np.ndarray
+    d: float
+    share: float        # of the lower view's points within the inlier band
+
+
+def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
+                 tolerance: float = GROUND_INLIER_TOLERANCE,
+                 iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
+                 cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
+                 min_points: int = 30) -> list[Plane]:
+    """RANSAC for the level planes of the lower view, largest first (at most
+    :data:`GROUND_LEVELS`).
+
+    Points p on a plane satisfy n . p = d, with n pointing from the camera to the plane
     (optical frame: +y is down). Candidates whose normal is more than ``max_tilt_deg`` from +y
     (walls, the ceiling) are rejected before scoring. Inliers lie within ``tolerance`` x d of
-    the plane (a scale-free band); points farther than that along n lie *beneath* it. Every
-    candidate is scored at once (one N x iterations matrix). ``cells`` (the points' grid cells,
-    :func:`lower_view_samples`) lets half the candidates be drawn locally (module doc).
+    the plane (a scale-free band). Every candidate is scored at once (one N x iterations
+    matrix). ``cells`` (the points' grid cells, :func:`lower_view_samples`) lets half the
+    candidates be drawn locally (module doc).
 
-    The floor is the lowest plane (module doc): first the candidate with the most inliers
-    (refined, below); then, while some candidate holds at least ``min_share`` of the points
-    (and ``min_points``) among those beneath the plane found so far, the one holding most of
-    them, refined in turn: the next lower surface (up to :data:`GROUND_LEVELS`). Each step
-    takes the largest plane of what is left, so a candidate that merely cuts across a desk's
-    edge (a wedge of its top and its front face) never wins; one whose refit is not level
-    (a strip of a vertical face) ends the search.
+    The first plane is the candidate with the most inliers; each next one the candidate holding
+    most of the points no plane found so far holds, while it holds at least ``min_share`` of all
+    points (and ``min_points``). Each takes the largest plane of what is left, so a candidate that
+    merely cuts across a desk's edge (a wedge of its top and its front face) never wins.
 
     Each chosen candidate is refined by least squares (SVD), each round on the points within a
     band narrowed to the floor's own scatter: 3 robust standard deviations (1.4826 x the
@@ -106,11 +110,11 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     standing on the floor (their points within ``tolerance`` x d of it); all on one side of
     the plane, they tilt the least-squares fit and bias the distance (about 1 % for a level
     camera facing a wall). The narrowed band keeps them out and keeps a noisy floor's points
-    in. The returned inlier mask is still the ``tolerance`` band around the refined plane.
+    in. A candidate whose refit is not level (a strip of a vertical face) is dropped.
     """
     n_points = len(points)
     if n_points < 3:
-        return None
+        return []
     idx = _draw_triples(n_points, iterations, cells, np.random.default_rng(seed))
     a, b, c = points[idx[:, 0]], points[idx[:, 1]], points[idx[:, 2]]
     normals = np.cross(b - a, c - a)
@@ -124,7 +128,7 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     ok = (normals[:, 1] >= math.cos(math.radians(max_tilt_deg))) & (dist > 1e-9)
     normals, dist = normals[ok], dist[ok]
     if not len(normals):
-        return None
+        return []
     # Scored in float32 with the normals divided by the distance, so that a point on a plane
     # gives 1. Written as three broadcast multiply-adds, not a matrix product: with an inner
     # size of 3, OpenBLAS's thread start-up costs 100x the arithmetic on a busy machine (the
@@ -138,31 +142,60 @@ def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
     np.abs(score, out=score)
     on = score <= tolerance
     need = max(min_points, math.ceil(min_share * n_points))
-    # The largest level plane first (as a desk may be), then, while a candidate holds enough
-    # of the points beneath the plane found, the largest such one: the next lower surface.
     counts = np.count_nonzero(on, axis=0)
-    found = None
-    for _ in range(GROUND_LEVELS):
+    local = None if cells is None else _local_normals(points, cells)
+    held = np.zeros(n_points, bool)
+    planes: list[Plane] = []
+    for _ in range(2 * GROUND_LEVELS):  # a candidate that is not level costs a round
         best = int(np.argmax(counts))
-        if found is not None and counts[best] < need:
+        if counts[best] < (need if planes else 3):
             break
-        plane = _refine(points, on[:, best], tolerance, max_tilt_deg)
+        plane = refine_plane(points, on[:, best], tolerance, max_tilt_deg)
         if plane is None:
-            break
-        found = plane
+            counts[best] = 0
+            continue
         normal, d = plane
-        beneath = np.einsum("ij,j->i", points, normal) / d - 1.0 > tolerance
-        counts = np.count_nonzero(on[beneath], axis=0)
-    if found is None:
-        return None
-    normal, d = found
-    return normal, d, np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance
+        inliers = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance
+        if local is not None and not _surface_agrees(local[inliers], normal):
+            counts[best] = 0  # a wedge across a step's riser and the floor before it
+            continue
+        planes.append(Plane(normal, d, float(inliers.mean())))
+        if len(planes) == GROUND_LEVELS:
+            break
+        held |= inliers
+        counts = np.count_nonzero(on[~held], axis=0)
+    return planes
 
 
-def _refine(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float
-            ) -> tuple[np.ndarray, float] | None:
+def _local_normals(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """N x 3 unit normals of the surface at each point, from its right and upper grid
+    neighbours (NaN where one is missing)."""
+    table = np.full(tuple(cells.max(axis=0) + 2), -1, np.int64)
+    table[cells[:, 0], cells[:, 1]] = np.arange(len(points))
+    up = table[np.maximum(cells[:, 0] - 1, 0), cells[:, 1]]
+    right = table[cells[:, 0], cells[:, 1] + 1]
+    ok = (up >= 0) & (right >= 0) & (cells[:, 0] > 0)
+    normals = np.full(points.shape, np.nan)
+    n = np.cross(points[right[ok]] - points[ok], points[up[ok]] - points[ok])
+    length = np.linalg.norm(n, axis=1)
+    normals[ok] = n / np.where(length > 0, length, np.nan)[:, None]
+    return normals
+
+
+def _surface_agrees(local: np.ndarray, normal: np.ndarray) -> bool:
+    """Whether a plane's inliers lie on surfaces facing about the way it does: a candidate
+    within the band of a vertical face and a strip of floor (a step's riser and the floor before
+    it) holds many points whose own surface is across it (more than 60 deg off; noise in the
+    depth tilts a floor's local normals, but seldom that far)."""
+    cosine = np.abs(np.einsum("ij,j->i", local, normal))
+    valid = np.isfinite(cosine)
+    return not valid.any() or np.mean(cosine[valid] < LOCAL_ACROSS) <= LOCAL_ACROSS_SHARE
+
+
+def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float
+                 ) -> tuple[np.ndarray, float] | None:
     """Least-squares (SVD) refits of a candidate's inliers in narrowing bands (see
-    :func:`fit_ground_plane`): (unit normal, distance), or None when it is not a level plane."""
+    :func:`level_planes`): (unit normal, distance), or None when it is not a level plane."""
     band = tolerance
     for _ in range(GROUND_REFINE_ROUNDS):
         if inliers.sum() < 3:
@@ -176,7 +209,7 @@ def _refine(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_
         if d <= 0:
             return None
         residual = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0)  # fraction of d
-        # Narrow the band to the scatter of this round's inliers (see fit_ground_plane).
+        # Narrow the band to the scatter of this round's inliers (see level_planes).
         scatter = 3.0 * 1.4826 * float(np.median(residual[inliers]))
         band = min(band, max(scatter, GROUND_MIN_BAND))
         inliers = residual <= band

@@ -3,9 +3,10 @@
 DA3-Small's depth is right only up to one unknown factor per image. This module turns it into
 metres, without ROS:
 
-* :func:`ground_plane_scale`: the floor, the lowest level plane in the relative point cloud of
-  the lower part of the view (RANSAC, :mod:`.ground_plane`), with a prior on its tilt; scale =
-  ``camera_height`` / the plane's distance from the optical centre (no IMU, no TF).
+* :func:`ground_plane_scale`: the floor the robot stands on, the level plane at the foot of
+  the view in the relative point cloud of its lower part (RANSAC, :mod:`.ground_plane`), with
+  a prior on its tilt; scale = ``camera_height`` / the plane's distance from the optical
+  centre (no IMU, no TF).
 * :func:`reference_scale`: median of metric / relative ratios over the pixels of a registered
   metric depth image (LiDAR projection, ToF, stereo), outliers rejected in log space.
 * :class:`ScaleFilter` (:mod:`.scale_filter`): a robust exponential filter in log space with a
@@ -30,8 +31,8 @@ from typing import Hashable
 import numpy as np
 
 from ..geometry.fit import FitPlan
-from .ground_plane import (GROUND_INLIER_TOLERANCE, fit_ground_plane, ground_points,  # noqa: F401
-                           lower_view_samples)
+from .ground_plane import level_planes, lower_view_samples
+from .robot_floor import floor_at_feet
 from ..geometry.intrinsics import Intrinsics
 from .scale_filter import ScaleFilter
 from ..setting_names import NODE, Syntax
@@ -124,45 +125,45 @@ class Estimate:
 
 def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
                        max_tilt_deg: float = 30.0, min_inlier_ratio: float = 0.3) -> Estimate:
-    """Scale from the floor: ``camera_height`` / the distance of the floor's plane.
+    """Scale from the floor the robot stands on: ``camera_height`` / the distance of its plane.
 
-    The floor is the lowest level plane of the lower view that holds at least half of
-    ``min_inlier_ratio`` of it (:func:`.ground_plane.fit_ground_plane`): half, so that a floor
-    too small to use is still recognised as the floor and the frame gives no estimate, rather
-    than the larger desk above it giving one 2.5x off. The frame gives no estimate when
+    The level planes of the lower view holding at least half of ``min_inlier_ratio`` of it are
+    found (:func:`.ground_plane.level_planes`: half, so that a floor too small to use is still
+    recognised as the floor and the frame gives no estimate, rather than a larger desk giving
+    one 2.5x off); the floor is the one the feet of the image columns vote for
+    (:func:`.robot_floor.floor_at_feet`): the level surface seen lowest in the image with
+    nothing below it. The frame gives no estimate when
 
-    * the floor holds less than ``min_inlier_ratio`` of the lower view, or
-    * more of the lower view lies beneath the plane (beyond its inlier band, along the down
-      axis) than on it. A floor hides what lies beneath it: only noise, holes or reflections
-      on a glossy floor appear there, fewer than the floor's own points. A plane with more
-      beneath it is a raised surface (a desk, a table, a step) whose front face or edge shows
-      something lower, and the floor itself is out of view.
+    * no column's foot is on a level plane (a wall, clutter), or the plane at the feet has
+      something beneath it seen in front of it in more columns than not (a desk's front
+      face: a raised surface, the floor out of view), or something above it seen in front of
+      it in :data:`.robot_floor.FOOT_CONTEST` as many columns (a strip of the robot's own
+      floor before a drop, too small to be a plane; the robot's body in view);
+    * a second level plane at another height (beyond the inlier band) holds the feet of at
+      least :data:`.robot_floor.FOOT_CONTEST` as many columns as the floor: the robot may
+      stand on either (beside a step or a stage edge), the reason names both and their
+      heights' ratio;
+    * the floor holds less than ``min_inlier_ratio`` of the lower view's valid points (the
+      support threshold: the robot's own floor alone, whatever else is level in view).
     """
     points, cells = lower_view_samples(depth, k)
     if len(points) < MIN_SUPPORT:
         return Estimate(None, reason=f"only {len(points)} valid points in the lower view")
-    found = fit_ground_plane(points, max_tilt_deg, cells=cells,
-                             min_share=min_inlier_ratio / 2.0, min_points=MIN_SUPPORT)
-    if found is None:
+    planes = level_planes(points, max_tilt_deg, cells=cells, min_share=min_inlier_ratio / 2.0,
+                          min_points=MIN_SUPPORT)
+    if not planes:
         return Estimate(None, reason=f"no plane within {max_tilt_deg:g} deg of level "
                                      "in the lower view")
-    normal, d, inliers = found
-    count = int(inliers.sum())
-    ratio = count / len(points)
-    # einsum, not @: an inner size of 3 through BLAS costs more than it computes (ground_plane)
-    beneath = int(np.count_nonzero(np.einsum("ij,j->i", points, normal) / d - 1.0
-                                   > GROUND_INLIER_TOLERANCE))
-    result = Estimate(camera_height / d, ratio, count,
-                      normal=tuple(float(x) for x in normal))
-    if beneath > count:
+    best, reason = floor_at_feet(points, cells, planes, max_tilt_deg)
+    if best is None:
+        return Estimate(None, reason=reason)
+    count = int(round(best.share * len(points)))
+    result = Estimate(camera_height / best.d, best.share, count,
+                      normal=tuple(float(x) for x in best.normal))
+    if best.share < min_inlier_ratio or count < MIN_SUPPORT:
         return replace(result, scale=None, reason=(
-            f"the lowest level plane holds {ratio:.0%} of the lower view and "
-            f"{beneath / len(points):.0%} lies beneath it: a raised surface (desk, table, step), "
-            "not the floor; the floor is out of view"))
-    if ratio < min_inlier_ratio or count < MIN_SUPPORT:
-        return replace(result, scale=None, reason=(
-            f"the floor (the lowest level plane) holds {ratio:.0%} of the lower view "
-            f"(< {min_inlier_ratio:.0%})"))
+            f"the robot's floor (the level plane at the foot of the view) holds "
+            f"{best.share:.0%} of the lower view (< {min_inlier_ratio:.0%})"))
     return result
 
 
