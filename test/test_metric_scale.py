@@ -9,9 +9,10 @@ from tools.metric_scene import (DESK_BESIDE_FLOOR, DESK_ONLY, FORWARD, HEIGHT, P
                                 WIDTH, Scene, da3_output_of, paint, sparse_reference)
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.scale.metric_scale import (DepthScaler, ScaleConfig, ground_plane_scale,
-                                                      reference_scale, reference_to_metres,
+from dense_perception.core.scale.metric_scale import (DepthScaler, ScaleConfig,
                                                       relative_output_problem, scale_diagnostics)
+from dense_perception.core.scale.estimators import (ground_plane_scale, reference_scale,
+                                                    reference_to_metres)
 from dense_perception.core.scale.scale_filter import ScaleFilter
 from dense_perception.core.scale.ground_plane import ground_points
 from dense_perception.core.scale.robot_floor import fit_ground_plane

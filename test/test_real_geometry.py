@@ -12,7 +12,7 @@ import pytest
 
 from tools.real_scenes import FRAMES, REAL_SCENES, available, floor_plane
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.scale.metric_scale import ground_plane_scale
+from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.geometry.pointcloud import depth_to_points
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "

@@ -19,7 +19,8 @@ import support.camera_scenes as cs
 from support.common import DA3_TEST_MODEL
 from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.geometry.fit import make_fit_plan
-from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, reference_scale
+from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
+from dense_perception.core.scale.estimators import reference_scale
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
 

@@ -33,7 +33,8 @@ import numpy as np
 
 from dense_perception.core.depth_model import DepthOptions
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, ground_plane_scale
+from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
+from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
 from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, SOURCES, available, depth_errors,

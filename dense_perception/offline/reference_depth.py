@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..core.conversions import image_msg_to_array
-from ..core.scale.metric_scale import reference_to_metres
+from ..core.scale.estimators import reference_to_metres
 from .bagio import BagError, BagInput, one_line
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"

@@ -25,8 +25,8 @@ from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
 from ..core.scheduling.newest_slots import NewestSlots
-from ..core.scale.metric_scale import (RESTARTED, fixed_scale_report, reference_to_metres,
-                                 scale_diagnostics)
+from ..core.scale.metric_scale import RESTARTED, fixed_scale_report, scale_diagnostics
+from ..core.scale.estimators import reference_to_metres
 from ..core.models import ModelSignatureError
 from ..core.parameters import (MODEL_STATUS, camera_heights_for, camera_heights_problem,
                                camera_names, default_confidence)

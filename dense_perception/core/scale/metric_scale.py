@@ -1,13 +1,14 @@
-"""Metric scale for relative depth (DA3): ground plane, reference depth, and a temporal filter.
+"""Metric scale for relative depth (DA3, model_type depth): the sources, the temporal filter, and
+what a frame's scale is (its report, diagnostics and the run's tally).
 
 DA3-Small's depth is right only up to one unknown factor per image. This module turns it into
 metres, without ROS:
 
-* :func:`ground_plane_scale`: the floor the robot stands on, the level plane at the foot of
+* :func:`~.estimators.ground_plane_scale`: the floor the robot stands on, the level plane at the foot of
   the view in the relative point cloud of its lower part (RANSAC, :mod:`.ground_plane`), with
   a prior on its tilt; scale = ``camera_height`` / the plane's distance from the optical
   centre (no IMU, no TF).
-* :func:`reference_scale`: median of metric / relative ratios over the pixels of a registered
+* :func:`~.estimators.reference_scale`: median of metric / relative ratios over the pixels of a registered
   metric depth image (LiDAR projection, ToF, stereo), outliers rejected in log space.
 * :class:`ScaleFilter` (:mod:`.scale_filter`): a robust exponential filter in log space with a
   time constant, a step detector for scene changes, and "hold the last good scale" when a frame
@@ -24,25 +25,20 @@ scale + shift is pulled by outliers and ill-conditioned when the references span
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Hashable
 
 import numpy as np
 
 from ..geometry.fit import FitPlan
-from .ground_plane import level_planes, lower_view_samples
-from .robot_floor import floor_at_feet
 from ..geometry.intrinsics import Intrinsics
+from .estimators import Estimate, ground_plane_scale, reference_scale
 from .scale_filter import ScaleFilter
 from ..setting_names import NODE, Syntax
 
 SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth")
 
-MIN_SUPPORT = 30              # fewest inlier points / reference pixels for a trustworthy frame
-REFERENCE_MAX_PIXELS = 20000   # reference pixels used per frame (evenly spread)
-REFERENCE_LOG_TOLERANCE = 0.05  # smallest inlier band of log ratios (about +-5 %)
 STALE_TIME_CONSTANTS = 10.0   # WARN when the held scale is older than this many time constants
 GUESSED_CAMERA = "guessed pinhole (fallback_hfov_deg)"
 RESTARTED = ("the camera's intrinsics changed (CameraInfo K, D, R, P, size, ROI or binning, or "
@@ -109,117 +105,6 @@ def relative_output_problem(metric_model: bool, source: str, max_depth: float,
         return (f"{n('max_depth')} is in metres, but this model's depth is relative ({none}); "
                 f"set {n('max_depth')} to 0, or {fix}")
     return None
-
-
-# ---- per-frame estimators -------------------------------------------------------------------
-@dataclass(frozen=True)
-class Estimate:
-    """One frame's scale (metres per relative unit), or None with the reason."""
-
-    scale: float | None
-    inlier_ratio: float = 0.0
-    support: int = 0          # inlier points (ground plane) or pixels (reference)
-    reason: str = ""
-    normal: tuple[float, float, float] | None = None  # ground plane, camera optical frame
-
-
-def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
-                       max_tilt_deg: float = 30.0, min_inlier_ratio: float = 0.3) -> Estimate:
-    """Scale from the floor the robot stands on: ``camera_height`` / the distance of its plane.
-
-    The level planes of the lower view holding at least half of ``min_inlier_ratio`` of it are
-    found (:func:`.ground_plane.level_planes`: half, so that a floor too small to use is still
-    recognised as the floor and the frame gives no estimate, rather than a larger desk giving
-    one 2.5x off); the floor is the one the feet of the image columns vote for
-    (:func:`.robot_floor.floor_at_feet`): the level surface seen lowest in the image with
-    nothing below it. The frame gives no estimate when
-
-    * no column's foot is on a level plane (a wall, clutter), or the plane at the feet has
-      something beneath it seen in front of it in more columns than not (a desk's front
-      face: a raised surface, the floor out of view), or something above it seen in front of
-      it in :data:`.robot_floor.FOOT_CONTEST` as many columns (a strip of the robot's own
-      floor before a drop, too small to be a plane; the robot's body in view);
-    * a second level plane at another height (beyond the inlier band) holds the feet of at
-      least :data:`.robot_floor.FOOT_CONTEST` as many columns as the floor: the robot may
-      stand on either (beside a step or a stage edge), the reason names both and their
-      heights' ratio;
-    * the floor holds less than ``min_inlier_ratio`` of the lower view's valid points (the
-      support threshold: the robot's own floor alone, whatever else is level in view).
-    """
-    points, cells = lower_view_samples(depth, k)
-    if len(points) < MIN_SUPPORT:
-        return Estimate(None, reason=f"only {len(points)} valid points in the lower view")
-    planes = level_planes(points, max_tilt_deg, cells=cells, min_share=min_inlier_ratio / 2.0,
-                          min_points=MIN_SUPPORT)
-    if not planes:
-        return Estimate(None, reason=f"no plane within {max_tilt_deg:g} deg of level "
-                                     "in the lower view")
-    best, reason = floor_at_feet(points, cells, planes, max_tilt_deg)
-    if best is None:
-        return Estimate(None, reason=reason)
-    count = int(round(best.share * len(points)))
-    result = Estimate(camera_height / best.d, best.share, count,
-                      normal=tuple(float(x) for x in best.normal))
-    if best.share < min_inlier_ratio or count < MIN_SUPPORT:
-        return replace(result, scale=None, reason=(
-            f"the robot's floor (the level plane at the foot of the view) holds "
-            f"{best.share:.0%} of the lower view (< {min_inlier_ratio:.0%})"))
-    return result
-
-
-def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
-                    output_resolution: str, min_inlier_ratio: float = 0.3) -> Estimate:
-    """Scale from a metric depth image registered to the camera (same view, any resolution).
-
-    ``relative`` is on the published grid; ``reference`` is metres (NaN or <= 0 invalid) over
-    the camera's field of view. Each valid reference pixel is mapped to the published grid (for
-    a plan that rectifies raw frames, through the same undistortion, R and P as the image) and
-    the ratio metric / relative taken there; outliers are rejected in log space (beyond 3 robust
-    standard deviations of the median, at least :data:`REFERENCE_LOG_TOLERANCE`); the scale is
-    the median ratio of the inliers.
-    """
-    rv, ru = np.nonzero(np.isfinite(reference) & (reference > 0))
-    if len(rv) < MIN_SUPPORT:
-        return Estimate(None, reason=f"only {len(rv)} valid reference pixels")
-    if len(rv) > REFERENCE_MAX_PIXELS:  # a dense depth camera: an even subset is as good
-        keep = slice(None, None, -(-len(rv) // REFERENCE_MAX_PIXELS))
-        rv, ru = rv[keep], ru[keep]
-    rh, rw = reference.shape
-    # Reference pixel centres -> camera pixels (the same field of view) -> published grid.
-    u = (ru + 0.5) * plan.frame_width / rw - 0.5
-    v = (rv + 0.5) * plan.frame_height / rh - 0.5
-    pu, pv = plan.camera_to_published(u, v, output_resolution)
-    pu, pv = (np.rint(np.nan_to_num(x, nan=-1.0)).astype(np.int64) for x in (pu, pv))  # NaN: unseen
-    h, w = relative.shape
-    inside = (pu >= 0) & (pu < w) & (pv >= 0) & (pv < h)
-    rel = relative[pv[inside], pu[inside]]
-    metric = reference[rv[inside], ru[inside]]
-    usable = np.isfinite(rel) & (rel > 0)
-    log_ratio = np.log(metric[usable].astype(np.float64)) - np.log(rel[usable].astype(np.float64))
-    if len(log_ratio) < MIN_SUPPORT:
-        return Estimate(None, reason=f"only {len(log_ratio)} reference pixels where the model "
-                                     "saw valid depth")
-    centre = float(np.median(log_ratio))
-    spread = 1.4826 * float(np.median(np.abs(log_ratio - centre)))
-    inliers = np.abs(log_ratio - centre) <= max(3.0 * spread, REFERENCE_LOG_TOLERANCE)
-    count = int(inliers.sum())
-    ratio = count / len(log_ratio)
-    result = Estimate(math.exp(float(np.median(log_ratio[inliers]))), ratio, count)
-    if ratio < min_inlier_ratio or count < MIN_SUPPORT:
-        return replace(result, scale=None, reason=(
-            f"reference ratios agree on only {ratio:.0%} of the pixels (< {min_inlier_ratio:.0%})"))
-    return result
-
-
-def reference_to_metres(image: np.ndarray, encoding: str) -> np.ndarray:
-    """A 16UC1 (millimetres, 0 invalid) or 32FC1 (metres) depth image as float32 metres."""
-    if encoding == "16UC1":
-        metres = image.astype(np.float32) / 1000.0
-        metres[image == 0] = np.nan
-        return metres
-    if encoding == "32FC1":
-        return image.astype(np.float32, copy=False)
-    raise ValueError(f"reference depth must be 16UC1 (mm) or 32FC1 (m), got '{encoding}'")
 
 
 # ---- over time -----------------------------------------------------------------------------
