@@ -121,7 +121,7 @@ $(PY_EXTRA:%=test-py%): test-py%:
 # The install recipes of the README, each in a fresh venv: the offline section (pip install .,
 # then dense-perception on a bag) and the robot recipe on Debian's own externally managed
 # python3 (a --system-site-packages venv over apt's numpy/OpenCV, colcon with its python).
-ROBOT_APT := python3-venv python3-numpy python3-opencv python3-tqdm colcon
+ROBOT_APT := python3-venv python3-numpy python3-opencv python3-tqdm python3-yaml colcon
 test-install: setup
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s $(ROBOT_APT) >/dev/null 2>&1; then \
 	  echo "setup: apt packages of the robot recipe: $(ROBOT_APT)"; \

@@ -112,9 +112,11 @@ def _system_python_has(*modules: str) -> bool:
 @pytest.mark.skipif(not list(Path("/usr/lib").glob("python3*/EXTERNALLY-MANAGED")),
                     reason="/usr/bin/python3 is not an externally managed (PEP 668) Python")
 def test_robot_recipe_on_debian_python(tmp_path):
-    if not _system_python_has("venv", "numpy", "cv2", "colcon_core", "colcon_ros", "tqdm"):
+    if not _system_python_has("venv", "numpy", "cv2", "colcon_core", "colcon_ros", "tqdm",
+                              "yaml"):
         pytest.skip("apt packages of the robot recipe missing (make test-install installs "
-                    "python3-venv python3-numpy python3-opencv python3-tqdm colcon)")
+                    "python3-venv python3-numpy python3-opencv python3-tqdm python3-yaml "
+                    "colcon)")
     env = clean_env(tmp_path / "home")
     (tmp_path / "home").mkdir()
     # What the recipe is for: pip refuses the system Python.
