@@ -15,7 +15,8 @@ README = (REPO / "README.md").read_text()
 DOCS = REPO / "docs"
 SUBJECTS = ("install-on-a-robot", "raspberry-pi-5", "gpu", "npu", "cameras", "metric-depth",
             "offline-and-fleet", "export", "performance", "diagnostics-and-failure-behaviour",
-            "parameters", "topics", "nav2", "accuracy")
+            "parameters", "topics", "nav2", "accuracy", "watching-over-wifi", "several-cameras",
+            "layout")
 
 
 def test_every_parameter_is_in_the_generated_parameters_doc():
