@@ -9,13 +9,14 @@ the two front ends cannot map a setting differently.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import Any, Callable
 
 from .compressed import CompressionConfig
 from .depth_model import DepthOptions
 from .scale.metric_scale import ScaleConfig
 from .parameters import PARAMS_BY_NAME
 from .frame_data import PipelineConfig
+from .pipeline import DensePipeline, load_pipeline
 
 # The PipelineConfig / ScaleConfig field each setting fills (a field of the same name unless
 # listed here); test_settings checks that every field has a setting.
@@ -60,3 +61,18 @@ def npu_options(values: dict[str, Any]) -> dict[str, Any]:
     """The NPU keyword arguments of ``open_runner`` (``npu_options``) among ``values``."""
     return {"vendor": values["npu_vendor"], "device": values["openvino_device"],
             "cache_dir": values["npu_cache_dir"], "library_dir": values["npu_library_dir"]}
+
+
+def pipeline_for(model_path: str, values: dict[str, Any], config: PipelineConfig | None = None,
+                 log: Callable[[str], None] = print,
+                 warn: Callable[[str], None] | None = None) -> DensePipeline:
+    """The loaded pipeline that ``values`` describe (model kind, backend, threads, precisions,
+    GPU and NPU options, depth model options): the one call of both front ends. ``config``:
+    the pipeline settings with a front end's own overrides (default: from ``values``)."""
+    return load_pipeline(model_path, values["model_type"], values["backend"],
+                         values["num_threads"], config or pipeline_config(values), log=log,
+                         warn=warn, gpu_precision=values["gpu_precision"],
+                         cpu_precision=values["cpu_precision"],
+                         gpu_timeout=values["gpu_timeout"],
+                         gpu_max_restarts=values["gpu_max_restarts"],
+                         npu_options=npu_options(values), depth=depth_options(values))

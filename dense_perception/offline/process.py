@@ -20,10 +20,10 @@ from ..core.models import ModelSpec
 from ..core.model_detection import detect_model_spec
 from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.parameters import default_confidence
-from ..core.pipeline import DensePipeline, load_pipeline
+from ..core.pipeline import DensePipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.backends.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
-from ..core.settings import depth_options, npu_options, pipeline_config
+from ..core.settings import depth_options, pipeline_config, pipeline_for
 from ..core.timing import StageTimer
 from .camera_yaml import load_camera_info_yaml
 from .console import PROG, CliError, warn
@@ -147,16 +147,8 @@ class ModelSession:
         failure = None
         with quiet_native_stderr(not args.verbose) as native:
             try:
-                values = self.values
-                pipeline = load_pipeline(self.model_path, values["model_type"],
-                                         values["backend"], values["num_threads"], self.config,
-                                         log=notes.append,
-                                         gpu_precision=values["gpu_precision"],
-                                         cpu_precision=values["cpu_precision"],
-                                         gpu_timeout=args.gpu_timeout,
-                                         gpu_max_restarts=args.gpu_max_restarts,
-                                         npu_options=npu_options(values),
-                                         depth=self.depth)
+                pipeline = pipeline_for(self.model_path, self.values, self.config,
+                                        log=notes.append)
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:

@@ -30,12 +30,12 @@ from ..core.scale.estimators import reference_to_metres
 from ..core.models import ModelSignatureError
 from ..core.parameters import (MODEL_STATUS, camera_heights_for, camera_heights_problem,
                                camera_names, default_confidence)
-from ..core.pipeline import DensePipeline, load_pipeline
+from ..core.pipeline import DensePipeline
 from ..core.frame_data import RawFrame
 from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
-from ..core.settings import compression_config, depth_options, npu_options, pipeline_config
+from ..core.settings import compression_config, pipeline_config, pipeline_for
 from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
@@ -83,13 +83,8 @@ class Perception:
         self._node = node
         model_path = resolve_model_path(values["model_path"])
         try:
-            self.pipeline: DensePipeline = load_pipeline(
-                model_path, values["model_type"], values["backend"], values["num_threads"],
-                pipeline_config(values), log=node.get_logger().info,
-                gpu_precision=values["gpu_precision"], warn=node.get_logger().warning,
-                cpu_precision=values["cpu_precision"], gpu_timeout=values["gpu_timeout"],
-                gpu_max_restarts=values["gpu_max_restarts"], npu_options=npu_options(values),
-                depth=depth_options(values))
+            self.pipeline: DensePipeline = pipeline_for(
+                model_path, values, log=node.get_logger().info, warn=node.get_logger().warning)
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
