@@ -58,68 +58,36 @@ class StageTimer:
 
 
 class RateMeter:
-    """Events per second over the last ``window_s`` seconds; thread-safe."""
+    """Events per second over the last ``window_s`` seconds, or an amount per second (a
+    topic's bytes: :meth:`tick` with ``amount``); thread-safe."""
 
     def __init__(self, window_s: float = 5.0) -> None:
         self._window_s = window_s
-        self._stamps: deque[float] = deque()
+        self._events: deque[tuple[float, int]] = deque()  # (monotonic s, amount)
         self._lock = threading.Lock()
-        self.total = 0
+        self.total = 0  # the amounts since the start (events, with the default amount 1)
 
-    def tick(self, now: float | None = None) -> None:
-        """Record one event."""
+    def tick(self, now: float | None = None, amount: int = 1) -> None:
+        """Record one event (of ``amount``: a message's bytes)."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            self._stamps.append(now)
-            self.total += 1
+            self._events.append((now, amount))
+            self.total += amount
             self._trim(now)
 
     def rate(self, now: float | None = None) -> float:
-        """Events per second in the window (0 with fewer than two events)."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            self._trim(now)
-            if len(self._stamps) < 2:
-                return 0.0
-            first, last, gaps = self._stamps[0], self._stamps[-1], len(self._stamps) - 1
-            # Between events the rate is the events' own; once they are late, it decays.
-            span = max(last - first, now - first - (last - first) / gaps)
-            return gaps / span if span > 0 else 0.0
-
-    def _trim(self, now: float) -> None:
-        while self._stamps and now - self._stamps[0] > self._window_s:
-            self._stamps.popleft()
-
-
-class ByteRateMeter:
-    """Bytes per second over the last ``window_s`` seconds (a topic's bandwidth); thread-safe."""
-
-    def __init__(self, window_s: float = 5.0) -> None:
-        self._window_s = window_s
-        self._events: deque[tuple[float, int]] = deque()
-        self._lock = threading.Lock()
-        self.total = 0  # bytes since the start
-
-    def add(self, size: int, now: float | None = None) -> None:
-        """Record one message of ``size`` bytes."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            self._events.append((now, size))
-            self.total += size
-            self._trim(now)
-
-    def rate(self, now: float | None = None) -> float:
-        """Bytes per second: the messages' rate as :class:`RateMeter` gives it times their
-        mean size after the first (0 with fewer than two messages; decays once they stop)."""
+        """The amount per second in the window, counted after the first event (events per
+        second with the default amount; 0 with fewer than two events)."""
         now = time.monotonic() if now is None else now
         with self._lock:
             self._trim(now)
             if len(self._events) < 2:
                 return 0.0
             first, last, gaps = self._events[0][0], self._events[-1][0], len(self._events) - 1
+            # Between events the rate is the events' own; once they are late, it decays.
             span = max(last - first, now - first - (last - first) / gaps)
-            sent = sum(size for _, size in list(self._events)[1:])
-            return sent / span if span > 0 else 0.0
+            amount = sum(a for _, a in self._events) - self._events[0][1]
+            return amount / span if span > 0 else 0.0
 
     def _trim(self, now: float) -> None:
         while self._events and now - self._events[0][0] > self._window_s:

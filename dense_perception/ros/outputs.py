@@ -9,7 +9,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from ..core.compressed import CompressionConfig
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
-from ..core.timing import ByteRateMeter, StageTimer
+from ..core.timing import RateMeter, StageTimer
 from . import messages
 from .compat import GraphWatch, overridable
 from .messages import MESSAGE_CLASSES
@@ -50,7 +50,7 @@ class Outputs:
                                        **overridable(PUBLISHER_QOS), **watch.publisher_kwargs())
             for key in products if key != "classes"}
         self.prefix = prefix
-        self.bandwidth: dict[str, ByteRateMeter] = {key: ByteRateMeter() for key in self.pubs}
+        self.bandwidth: dict[str, RateMeter] = {key: RateMeter() for key in self.pubs}
         self._classes_pub = None
         if not self.pubs:
             raise StartupError("every output is switched off (publish_* parameters) or not "
@@ -74,7 +74,7 @@ class Outputs:
         for key, msg in product_messages(products, self.listened(), header, messages,
                                          depth_encoding, compression, timer):
             self.pubs[key].publish(msg)
-            self.bandwidth[key].add(payload_bytes(msg))
+            self.bandwidth[key].tick(amount=payload_bytes(msg))
 
     def bandwidth_rates(self) -> dict[str, float]:
         """Bytes per second now published on each topic (relative name) that has published."""
