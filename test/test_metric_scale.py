@@ -14,8 +14,7 @@ from dense_perception.core.scale.metric_scale import (DepthScaler, ScaleConfig,
 from dense_perception.core.scale.estimators import (ground_plane_scale, reference_scale,
                                                     reference_to_metres)
 from dense_perception.core.scale.scale_filter import ScaleFilter
-from dense_perception.core.scale.ground_plane import ground_points
-from dense_perception.core.scale.robot_floor import fit_ground_plane
+from dense_perception.core.scale.ground_plane import ground_points, level_planes
 
 
 
@@ -61,21 +60,22 @@ def test_foot_of_the_wall_does_not_bias_the_floor(scene, s):
     rel = da3_output_of(paint(z / s)).astype(np.float32)
     points = ground_points(rel, intrinsics(scene))
     for seed in range(32):
-        normal, d, inliers = fit_ground_plane(points, seed=seed)
-        assert scene.height / d == pytest.approx(s, rel=0.001), seed
-        assert np.dot(normal, scene.down()) > math.cos(math.radians(0.1))
-        assert inliers.mean() > 0.5
+        floor = level_planes(points, seed=seed)[0]  # the largest level plane
+        assert scene.height / floor.d == pytest.approx(s, rel=0.001), seed
+        assert np.dot(floor.normal, scene.down()) > math.cos(math.radians(0.1))
+        assert floor.share > 0.5  # the share of the points in its inlier band
 
 
-def test_fit_ground_plane_on_exact_points():
+def test_level_plane_on_exact_points():
     rng = np.random.default_rng(3)
     n = np.array([0.0, math.cos(0.3), math.sin(0.3)])
     a = np.cross(n, [1.0, 0.0, 0.0])
     pts = 0.8 * n + rng.uniform(-2, 2, (500, 1)) * a + rng.uniform(-2, 2, (500, 1)) * \
         np.array([1.0, 0.0, 0.0])
-    normal, d, inliers = fit_ground_plane(pts)
-    assert d == pytest.approx(0.8, rel=1e-6) and np.dot(normal, n) == pytest.approx(1.0, abs=1e-9)
-    assert inliers.all()
+    plane = level_planes(pts)[0]
+    assert plane.d == pytest.approx(0.8, rel=1e-6)
+    assert np.dot(plane.normal, n) == pytest.approx(1.0, abs=1e-9)
+    assert plane.share == 1.0  # every point in its inlier band
 
 
 @pytest.mark.parametrize("s", [0.4, 2.5])

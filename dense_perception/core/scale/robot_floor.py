@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ground_plane import (GROUND_INLIER_TOLERANCE, GROUND_ITERATIONS, GROUND_MIN_SHARE, Plane,
-                           level_planes, refine_plane)
+from .ground_plane import GROUND_INLIER_TOLERANCE, Plane, refine_plane
 
 FOOT_CONTEST = 0.25   # a second plane, or columns cut off, with this share of the votes: withhold
 FOOT_SHARE = 0.25     # the floor is refitted from this share of it nearest the robot
@@ -95,7 +94,7 @@ def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
                    tolerance: float = GROUND_INLIER_TOLERANCE,
                    max_tilt_deg: float = 30.0) -> Plane:
     """``plane`` refitted from its inliers in the lowest rows (the nearest :data:`FOOT_SHARE` of
-    them), then refined over all points (:func:`_refine`).
+    them), then refined over all points (:func:`.ground_plane.refine_plane`).
 
     A surface that meets the floor at a shallow angle (a 5 deg ramp ahead) lies within the
     inlier band of a plane between the two, which can hold more points than either; the
@@ -111,33 +110,6 @@ def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
     normal, d = found
     share = float(np.mean(np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance))
     return Plane(normal, d, share)
-
-
-def fit_ground_plane(points: np.ndarray, max_tilt_deg: float = 30.0,
-                     tolerance: float = GROUND_INLIER_TOLERANCE,
-                     iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
-                     cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
-                     min_points: int = 30
-                     ) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """The floor: (unit normal n, distance d > 0, inlier mask), or None.
-
-    With ``cells``, the level plane most columns' feet vote for (:func:`choose_floor`; None when
-    no foot is on a level plane); without, the largest level plane (:func:`level_planes`).
-    ``metric_scale.ground_plane_scale`` applies the rest of the rule (contests, support).
-    """
-    planes = level_planes(points, max_tilt_deg, tolerance, iterations, seed, cells=cells,
-                          min_share=min_share, min_points=min_points)
-    if not planes:
-        return None
-    plane = planes[0]
-    if cells is not None:
-        choice = choose_floor(points, cells, planes, tolerance)
-        if not max(choice.votes):
-            return None
-        plane = refine_at_foot(points, cells, planes[int(np.argmax(choice.votes))], tolerance,
-                               max_tilt_deg)
-    inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
-    return plane.normal, plane.d, inliers
 
 
 def floor_at_feet(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
