@@ -10,6 +10,7 @@ while it is configured.
 
 from __future__ import annotations
 
+import array
 from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -79,7 +80,7 @@ def parameter_value(node: Node, spec: ParamSpec) -> Any:
     """A declared parameter's value. An empty list from a YAML file or ``-p name:=[]`` has no
     type in ROS 2 and leaves a list parameter unset: that reads as the empty list."""
     try:
-        return node.get_parameter(spec.name).value
+        return plain_value(node.get_parameter(spec.name).value)
     except ParameterUninitializedException:
         if isinstance(spec.default, list):
             return []
@@ -105,13 +106,6 @@ def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | Non
                                    values["max_depth"], values["depth_encoding"])
 
 
-def same_value(a: Any, b: Any) -> bool:
-    """Whether two parameter values are equal (a list and rclpy's array of it are)."""
-    listed = [list(v) if hasattr(v, "typecode") or isinstance(v, (list, tuple)) else v
-              for v in (a, b)]
-    return listed[0] == listed[1]
-
-
 def unread_setting(metric_depth: bool, current: dict[str, Any],
                    changes: dict[str, Any]) -> str | None:
     """Why one of ``changes`` would be accepted and ignored: a scale setting that this model,
@@ -119,7 +113,7 @@ def unread_setting(metric_depth: bool, current: dict[str, Any],
     source = current["depth_scale_source"]
     for name, value in changes.items():
         readers = SCALE_READERS.get(name)
-        if readers is None or same_value(value, current[name]):
+        if readers is None or value == current[name]:
             continue
         if metric_depth:
             return (f"{name} has no effect: this model's depth is metric (the scale settings "
@@ -133,7 +127,13 @@ def unread_setting(metric_depth: bool, current: dict[str, Any],
 
 def changed_values(params: list) -> dict[str, Any]:
     """{name: value} of the node's own parameters among ``params``."""
-    return {p.name: p.value for p in params if p.name in PARAMS_BY_NAME}
+    return {p.name: plain_value(p.value) for p in params if p.name in PARAMS_BY_NAME}
+
+
+def plain_value(value: Any) -> Any:
+    """A parameter value as the settings hold it: rclpy gives a double or integer array as an
+    ``array.array``, the settings (and a YAML file) a list."""
+    return value.tolist() if isinstance(value, array.array) else value
 
 
 def restart_only_refusal(name: str, lifecycle_state: str | None) -> str | None:

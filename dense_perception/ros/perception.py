@@ -93,8 +93,9 @@ class Perception:
         self.spec = self.pipeline.spec
         names = camera_names(values["cameras"])
         heights = camera_heights_for(values)
-        if camera_heights_problem(values):
-            raise StartupError(camera_heights_problem(values))
+        problem = camera_heights_problem(values)
+        if problem:
+            raise StartupError(problem)
         problem = depth_units_problem(self.spec.metric_depth, values)  # every camera's
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
@@ -186,8 +187,8 @@ class Perception:
             old = self.pipeline
             self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(self.values),
                                           old.timer, old.host_threads)
-        self._node.get_logger().info("parameters changed: " + ", ".join(  # arrays as lists
-            f"{k}={list(v) if hasattr(v, 'typecode') else v}" for k, v in changes.items()))
+        self._node.get_logger().info("parameters changed: " + ", ".join(
+            f"{k}={v}" for k, v in changes.items()))
 
     @property
     def frames_dropped(self) -> int:
