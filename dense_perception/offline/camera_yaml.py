@@ -59,14 +59,21 @@ def load_camera_info_yaml(path: str | Path, input_rectified: bool = False) -> An
     return msg
 
 
-def size_problem(msg: Any, path: str | Path, width: int, height: int) -> str | None:
-    """Why the calibration cannot serve ``width`` x ``height`` images, or None."""
+def calibrated_size(msg: Any) -> tuple[int, int]:
+    """(width, height) of the images the calibration describes (binning and ROI applied)."""
     camera = CameraModel.from_camera_info(msg)
-    if (camera.width, camera.height) == (width, height):
+    return camera.width, camera.height
+
+
+def size_problem(msg: Any, path: str | Path, width: int, height: int,
+                 size: tuple[int, int] | None = None) -> str | None:
+    """Why the calibration cannot serve ``width`` x ``height`` images, or None (``size``: its
+    :func:`calibrated_size`, when the caller has it)."""
+    size = size or calibrated_size(msg)
+    if size == (width, height):
         return None
-    applied = " (binning and ROI applied)" if (camera.width, camera.height) != (
-        msg.width, msg.height) else ""
-    return (f"camera info YAML '{path}' is for {camera.width}x{camera.height} images{applied} "
+    applied = " (binning and ROI applied)" if size != (msg.width, msg.height) else ""
+    return (f"camera info YAML '{path}' is for {size[0]}x{size[1]} images{applied} "
             f"but the input's are {width}x{height}")
 
 
@@ -81,9 +88,10 @@ def check_calibration_size(msg: Any, path: str | Path, size: tuple[int, int]) ->
 def calibrated_frames(events: Iterator[Frame], msg: Any, path: str | Path) -> Iterator[Frame]:
     """The frames with the calibration's CameraInfo, as a bag's frames carry theirs; a frame
     of another size (a folder of mixed images) is skipped with the reason."""
+    size = calibrated_size(msg)  # once: every frame is checked against it
     for frame in events:
         if frame.image is not None:
-            problem = size_problem(msg, path, frame.image.shape[1], frame.image.shape[0])
+            problem = size_problem(msg, path, frame.image.shape[1], frame.image.shape[0], size)
             if problem:
                 frame = Frame(frame.index, frame.stem, None, problem=problem, time=frame.time)
             else:

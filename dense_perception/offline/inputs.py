@@ -110,10 +110,8 @@ class ImagesInput(_FileInput):
                     f"{path / bags[0]}") if bags else ""
             raise CliError(f"folder '{path}' has no image files "
                            f"({', '.join(fileio.IMAGE_SUFFIXES)}){hint}")
-        if single:
-            fileio.read_image(path)  # an unreadable single image is an error
-        if session.camera_info is not None:
-            first = fileio.read_image(self.paths[0])
+        if single or session.camera_info is not None:
+            first = fileio.read_image(self.paths[0])  # an unreadable single image is an error
             self.check_size((first.shape[1], first.shape[0]))
         self.total = len(self.paths)
         self.description = f"{self.total} image{'s' if self.total != 1 else ''}"
