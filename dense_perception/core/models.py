@@ -102,7 +102,8 @@ DEPTH_TYPE = "depth"
 MODEL_TYPES = ("auto",) + tuple(MODEL_SPECS) + (DEPTH_TYPE,)
 
 
-def matches_signature(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequence[Shape]) -> bool:
+def matches_signature(spec: ModelSpec, input_shapes: Sequence[Shape],
+                      output_shapes: Sequence[Shape]) -> bool:
     return (len(input_shapes) == 1 and tuple(input_shapes[0]) == spec.input_shape
             and tuple(map(tuple, output_shapes)) == spec.output_shapes)
 

@@ -262,8 +262,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "are dropped (0.4 = the official DA3 export's 40th "
               "percentile). TIPSv2: the top-class segmentation probability under which points "
               "are dropped. A DA3 file without confidence has nothing to filter: the default "
-              "is said once at INFO, another value is a WARN at start and refused at runtime.", low=0.0, high=1.0,
-              runtime=True,
+              "is said once at INFO, another value is a WARN at start and refused at runtime.",
+              low=0.0, high=1.0, runtime=True,
               offline="--points-min-confidence"),
     ParamSpec("publish_depth", True, "Publish depth/image, depth/camera_info, depth/colored "
               "and depth/confidence (DA3 files with a confidence output)."),

@@ -17,8 +17,9 @@ from .depth_model import DepthOptions
 from .scheduling.host_threads import HostThreads, resolve_host_threads
 from .geometry.fit import FitPlan, Interp, make_fit_plan
 from .geometry.intrinsics import Intrinsics
-from .scale.metric_scale import (DepthScaler, scale_is_estimated, ScaleReport,
-                           fixed_scale_report, relative_output_problem, withholds_depth)
+from .scale.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleReport,
+                                 fixed_scale_report, relative_output_problem,
+                                 scale_is_estimated, withholds_depth)
 from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec
 from .model_detection import detect_model_spec
 from .geometry.pointcloud import depth_to_points, nearest_per_voxel
@@ -107,8 +108,8 @@ class DensePipeline:
             if depth_i is not None and (request.depth or request.depth_colored or request.points):
                 # An estimated scale is applied in finish(); relative_depth_scale is the
                 # asserted one ('fixed') or a unitless multiplier ('none').
-                scale = 1.0 if spec.metric_depth or scale_is_estimated(
-                    spec.metric_depth, config.depth_scale_source) else config.relative_depth_scale
+                scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
+                    ESTIMATED_SOURCES else config.relative_depth_scale
                 raw.depth = post.depth_from_output(outputs[depth_i], scale,
                                                    spec.inverse_depth)
             normals_i = spec.output_index("normals")

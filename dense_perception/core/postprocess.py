@@ -93,7 +93,8 @@ def percentile_pair(values: np.ndarray, low_pct: float, high_pct: float) -> tupl
     numpy partitions at six ranks, the ends included (to find NaN), with its NaN-aware float
     comparison. Here: two ranks, and where no value is negative, on the int32 view of the bits
     (IEEE 754 bit patterns of non-negative floats order as the floats do, and the integer
-    partition is faster; figures in docs/performance.md). The order statistics and the interpolation are numpy's.
+    partition is faster; figures in docs/performance.md). The order statistics and the
+    interpolation are numpy's.
     """
     n = values.size
     ranks = [(n - 1) * (low_pct / 100.0), (n - 1) * (high_pct / 100.0)]  # numpy's order

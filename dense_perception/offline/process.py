@@ -22,7 +22,8 @@ from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.parameters import default_confidence
 from ..core.pipeline import DensePipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
-from ..core.backends.runner import ModelLoadError, check_model_file, litert_version, resolve_model_path
+from ..core.backends.runner import (ModelLoadError, check_model_file, litert_version,
+                                    resolve_model_path)
 from ..core.settings import depth_options, pipeline_config, pipeline_for
 from ..core.timing import StageTimer
 from .camera_yaml import load_camera_info_yaml

@@ -12,9 +12,9 @@ Protocol: one JSON request per line on stdin, one JSON reply per line on the ori
    float32 at those byte offsets of the shared memory, an anonymous memfd inherited as ``fd``.
 3. ``{"run": true}`` -> ``{"ok", "ms"}``: inference on the shared input, outputs written there.
 
-Started as ``python -m dense_perception.core.backends.gpu_worker --parent PID``: it asks the kernel to
-SIGKILL it when that parent dies (``PR_SET_PDEATHSIG``), so a killed or crashed node never leaves
-a worker behind, not even one hung in the GPU driver.
+Started as ``python -m dense_perception.core.backends.gpu_worker --parent PID``: it asks the
+kernel to SIGKILL it when that parent dies (``PR_SET_PDEATHSIG``), so a killed or crashed node
+never leaves a worker behind, not even one hung in the GPU driver.
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def die_with_parent(parent: int) -> None:
 
 
 def main() -> int:
-    """Entry point: ``python -m dense_perception.core.backends.gpu_worker [--parent PID]`` (started by
-    the runner)."""
+    """Entry point: ``python -m dense_perception.core.backends.gpu_worker [--parent PID]``
+    (started by the runner)."""
     if len(sys.argv) == 3 and sys.argv[1] == "--parent":
         die_with_parent(int(sys.argv[2]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop (stdin EOF)

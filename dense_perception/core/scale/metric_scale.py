@@ -4,12 +4,12 @@ what a frame's scale is (its report, diagnostics and the run's tally).
 DA3-Small's depth is right only up to one unknown factor per image. This module turns it into
 metres, without ROS:
 
-* :func:`~.estimators.ground_plane_scale`: the floor the robot stands on, the level plane at the foot of
-  the view in the relative point cloud of its lower part (RANSAC, :mod:`.ground_plane`), with
-  a prior on its tilt; scale = ``camera_height`` / the plane's distance from the optical
-  centre (no IMU, no TF).
-* :func:`~.estimators.reference_scale`: median of metric / relative ratios over the pixels of a registered
-  metric depth image (LiDAR projection, ToF, stereo), outliers rejected in log space.
+* :func:`~.estimators.ground_plane_scale`: the floor the robot stands on, the level plane at
+  the foot of the view in the relative point cloud of its lower part (RANSAC,
+  :mod:`.ground_plane`), with a prior on its tilt; scale = ``camera_height`` / the plane's
+  distance from the optical centre (no IMU, no TF).
+* :func:`~.estimators.reference_scale`: median of metric / relative ratios over the pixels of a
+  registered metric depth image (LiDAR projection, ToF, stereo), outliers rejected in log space.
 * :class:`ScaleFilter` (:mod:`.scale_filter`): a robust exponential filter in log space with a
   time constant, a step detector for scene changes, and "hold the last good scale" when a frame
   gives none, for at most ``max_age`` seconds.
