@@ -61,7 +61,7 @@ $(VENV_JAZZY)/.ready: requirements.txt requirements-test.txt requirements-jazzy.
 	  -r requirements-test.txt -r requirements-jazzy.txt -e .
 	@touch $@
 
-# docs/parameters.md from the settings table (core/parameters.py) and docs/layout.md from the
+# docs/parameters.md from the settings table (core/settings_table.py) and docs/layout.md from the
 # modules' docstrings; test_docs fails when either is stale.
 docs: setup
 	$(PY) tools/gen_docs.py

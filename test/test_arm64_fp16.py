@@ -18,7 +18,8 @@ import pytest
 
 from support.common import DA3_TEST_MODEL, REPO
 from dense_perception.core.backends import cpu_precision as cp
-from dense_perception.core.backends.runner import ModelLoadError, open_runner
+from dense_perception.core.backends.runner import open_runner
+from dense_perception.core.backends.runner import BackendConfig
 
 # make test-arm64 mounts the models it built here and names the folder.
 MODELS = Path(os.environ.get("DENSE_PERCEPTION_ARM64_MODELS", REPO / ".cache" / "arm64-models"))
@@ -44,15 +45,19 @@ def _corr(a, b):
 def test_fp16_falls_back_on_x86_with_one_line_reason():
     assert cp.native_fp16() == (False, f"no native fp16 arithmetic on {platform.machine().lower()}")
     lines: list[str] = []
-    runner = open_runner(DA3_TEST_MODEL, "cpu", 1, log=lines.append, cpu_precision="fp16")
+    runner = open_runner(DA3_TEST_MODEL,
+                         BackendConfig(backend="cpu", num_threads=1, cpu_precision="fp16"),
+                         log=lines.append)
     assert "fp32: no native fp16 arithmetic" in runner.description
     assert [ln for ln in lines if "cpu_precision" in ln] == [
         "cpu_precision fp16 unavailable (no native fp16 arithmetic on x86_64); running fp32"]
 
 
-def test_unknown_precision_is_a_load_error():
-    with pytest.raises(ModelLoadError, match="cpu_precision 'fp8' is unknown"):
-        open_runner(DA3_TEST_MODEL, "cpu", 1, log=lambda _: None, cpu_precision="fp8")
+def test_unknown_precision_is_refused_by_the_settings():
+    from dense_perception.core.setting_row import SettingError
+    from dense_perception.core.settings_table import Settings
+    with pytest.raises(SettingError, match="cpu_precision 'fp8' is not allowed; use one of"):
+        Settings(backend="cpu", num_threads=1, cpu_precision="fp8")
 
 
 def test_hwcap_bits_are_read_from_the_aux_vector(tmp_path):
@@ -93,9 +98,13 @@ def _check_fp16_against_fp32(name: str, min_corr: float) -> None:
     path = MODELS / name
     if not path.exists():
         pytest.fail(f"{path} is missing: make test-arm64 builds it (tools/arm64/make_fp16_models.py)")
-    fp32 = open_runner(str(path), "cpu", 2, log=lambda _: None, cpu_precision="fp32")
+    fp32 = open_runner(str(path),
+                       BackendConfig(backend="cpu", num_threads=2, cpu_precision="fp32"),
+                       log=lambda _: None)
     lines: list[str] = []
-    fp16 = open_runner(str(path), "cpu", 2, log=lines.append, cpu_precision="fp16")
+    fp16 = open_runner(str(path),
+                       BackendConfig(backend="cpu", num_threads=2, cpu_precision="fp16"),
+                       log=lines.append)
     assert "fp16 arithmetic" in fp16.description, fp16.description
     rng = np.random.default_rng(0)
     shape = fp32.input_shapes[0]
@@ -119,5 +128,7 @@ def test_auto_picks_fp16_after_its_fidelity_check():
     path = MODELS / "da3_export_70x56_fp16.tflite"
     if not path.exists():
         pytest.fail(f"{path} is missing: make test-arm64 builds it")
-    runner = open_runner(str(path), "cpu", 2, log=lambda _: None, cpu_precision="auto")
+    runner = open_runner(str(path),
+                         BackendConfig(backend="cpu", num_threads=2, cpu_precision="auto"),
+                         log=lambda _: None)
     assert "fp16 arithmetic; fp16 vs fp32 corr 0.99" in runner.description, runner.description

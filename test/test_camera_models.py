@@ -19,7 +19,8 @@ from dense_perception.core.conversions import camera_info_fields
 from dense_perception.core.geometry.fit import resize_depth
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
+from dense_perception.core.settings_table import Settings
 
 P95_LIMIT = 0.020  # metres (issue 12)
 RAW_CAMERAS = {"plumb_bob": cs.BARREL, "rational_polynomial": cs.RATIONAL,
@@ -28,14 +29,14 @@ RAW_CAMERAS = {"plumb_bob": cs.BARREL, "rational_polynomial": cs.RATIONAL,
 
 @pytest.fixture(scope="module")
 def tips():
-    return load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None)
+    return load_pipeline(TIPS_TEST_MODEL, Settings(backend="cpu"), log=lambda _: None)
 
 
 @pytest.fixture(scope="module")
 def da3():
     # The painted scene is in metres: the DA3 test model's relative depth is asserted as metres.
-    return load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(depth_scale_source="fixed"))
+    return load_pipeline(DA3_TEST_MODEL, Settings(backend="cpu", depth_scale_source="fixed"),
+                         log=lambda _: None)
 
 
 def configured(pipeline, **changes):

@@ -12,19 +12,19 @@ from support.model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits
 
 from dense_perception.core.models import CONFIDENCE_KIND
 from dense_perception.core.model_detection import detect_model_spec
-from dense_perception.core.parameters import PARAMS_BY_NAME
+from dense_perception.core.settings_table import PARAMS_BY_NAME
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.frame_data import PipelineConfig
 from dense_perception.core.products import available_groups, request_for
 from dense_perception.core.backends.runner import check_model_file
+from dense_perception.core.settings_table import Settings
 
 pytestmark = pytest.mark.timeout(120)
 W, H = 504, 896  # the DA3 test models' input (portrait): a frame this size is not resampled
 
 
 def pipeline(path, **config):
-    return load_pipeline(path, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(depth_scale_source="fixed", **config))
+    return load_pipeline(path, Settings(backend="cpu", depth_scale_source="fixed", **config),
+                         log=lambda _: None)
 
 
 def painted(red, blue, green=100):
@@ -212,15 +212,17 @@ def test_tipsv2_drops_points_whose_top_class_probability_is_under_it():
     frame = np.zeros((448, 448, 3), np.uint8)
     frame[..., 0], frame[..., 1] = 120, 60
     frame[:, 224:, 2] = 83
-    tips = load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(points_min_confidence=0.6, points_organized=True,
-                                               points_stride=1))
+    tips = load_pipeline(TIPS_TEST_MODEL,
+                         Settings(backend="cpu", points_min_confidence=0.6, points_organized=True,
+                                  points_stride=1),
+                         log=lambda _: None)
     points = tips.process(frame, "rgb8", request=request_for(["points"])).points
     dropped = ~np.isfinite(points["z"])
     assert not dropped[:, :216].any() and dropped[:, 232:].all()
-    keep_all = load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None,
-                             config=PipelineConfig(points_min_confidence=0.0,
-                                                   points_organized=True))
+    keep_all = load_pipeline(TIPS_TEST_MODEL,
+                             Settings(backend="cpu", points_min_confidence=0.0,
+                                      points_organized=True),
+                             log=lambda _: None)
     points = keep_all.process(frame, "rgb8", request=request_for(["points"])).points
     assert np.isfinite(points["z"]).all()
 

@@ -16,7 +16,9 @@ from dense_perception.core.depth_model import DepthOptions
 from dense_perception.core.models import ModelSignatureError
 from dense_perception.core.model_detection import detect_model_spec
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
+from dense_perception.core.setting_row import SettingError
+from dense_perception.core.settings_table import Settings
 
 REAL_SCENES = Path(__file__).resolve().parents[2] / "shared" / "real-scenes"
 PYDNET = REAL_SCENES / "models" / "pydnet_pp_448x640.tflite"
@@ -48,8 +50,10 @@ def test_layouts_kinds_and_normalisations_follow_the_law(maker, tmp_path, layout
                                                          normalization):
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, layout)
     custom = ((0.5, 0.4, 0.3), (0.25, 0.5, 0.75))
-    options = DepthOptions(normalization, *custom, depth_output=-1, depth_output_kind=kind)
-    pipe = load_pipeline(str(path), "depth", "cpu", 1, log=quiet, depth=options)
+    settings = Settings(model_type="depth", backend="cpu", num_threads=1,
+                        input_normalization=normalization, input_mean=custom[0],
+                        input_std=custom[1], depth_output=-1, depth_output_kind=kind)
+    pipe = load_pipeline(str(path), settings, log=quiet)
     assert pipe.spec.layout == layout and (pipe.spec.input_width, pipe.spec.input_height) == (W, H)
     assert not pipe.spec.metric_depth
     rgb = frame()
@@ -64,7 +68,8 @@ def test_layouts_kinds_and_normalisations_follow_the_law(maker, tmp_path, layout
 
 def test_mono_and_rgba_frames_feed_the_nhwc_input(maker, tmp_path):
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
-    pipe = load_pipeline(str(path), "depth", "cpu", 1, log=quiet)
+    pipe = load_pipeline(str(path), Settings(model_type="depth", backend="cpu", num_threads=1),
+                         log=quiet)
     grey = frame()[:, :, 0]
     np.testing.assert_allclose(pipe.process(grey, "mono8").depth,
                                law(np.dstack([grey] * 3)), rtol=2e-5)
@@ -75,13 +80,16 @@ def test_mono_and_rgba_frames_feed_the_nhwc_input(maker, tmp_path):
 
 def test_default_output_is_the_first_at_full_resolution(maker, tmp_path):
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC", coarse_first=True)
-    pipe = load_pipeline(str(path), "depth", "cpu", 1, log=quiet)
+    pipe = load_pipeline(str(path), Settings(model_type="depth", backend="cpu", num_threads=1),
+                         log=quiet)
     assert pipe.spec.output_index("depth") == 1
     rgb = frame()
     np.testing.assert_allclose(pipe.process(rgb, "rgb8").depth, law(rgb), rtol=2e-5)
     # Asked for, the half-size head is used and brought back to the model's grid.
-    coarse = load_pipeline(str(path), "depth", "cpu", 1, log=quiet,
-                           depth=DepthOptions(depth_output=0))
+    coarse = load_pipeline(str(path),
+                           Settings(model_type="depth", backend="cpu", num_threads=1,
+                                    depth_output=0),
+                           log=quiet)
     assert coarse.spec.output_index("depth") == 0
     depth = coarse.process(rgb, "rgb8").depth
     assert depth.shape == (H, W)
@@ -94,11 +102,14 @@ def test_relative_depth_goes_the_da3_way(maker, tmp_path):
     path = str(maker.write_depth_model(tmp_path / "d.tflite", H, W, "NCHW"))
     rgb = frame()
     request = Request(depth=True, points=True)
-    none = load_pipeline(path, "depth", "cpu", 1, log=quiet).process(rgb, "rgb8", None, request)
+    none = load_pipeline(path, Settings(model_type="depth", backend="cpu", num_threads=1),
+                         log=quiet).process(rgb, "rgb8", None, request)
     assert none.points is None and "withheld" in none.withheld and not none.depth_metric
-    fixed = load_pipeline(path, "depth", "cpu", 1, log=quiet, config=PipelineConfig(
-        depth_scale_source="fixed", relative_depth_scale=0.5, points_stride=1,
-        points_min_confidence=0.0)).process(rgb, "rgb8", None, request)
+    fixed = load_pipeline(path,
+                          Settings(model_type="depth", backend="cpu", num_threads=1,
+                                   depth_scale_source="fixed", relative_depth_scale=0.5,
+                                   points_stride=1, points_min_confidence=0.0),
+                          log=quiet).process(rgb, "rgb8", None, request)
     assert fixed.depth_metric
     np.testing.assert_allclose(fixed.depth, 0.5 * law(rgb), rtol=2e-5)
     assert len(fixed.points) == H * W
@@ -109,7 +120,8 @@ def test_relative_depth_goes_the_da3_way(maker, tmp_path):
 def test_auto_never_picks_depth_and_says_what_it_saw(maker, tmp_path):
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC", coarse_first=True)
     with pytest.raises(ModelSignatureError) as err:
-        load_pipeline(str(path), "auto", "cpu", 1, log=quiet)
+        load_pipeline(str(path), Settings(model_type="auto", backend="cpu", num_threads=1),
+                      log=quiet)
     text = str(err.value)
     assert f"input [1,{H},{W},3] -> outputs [1,{H // 2},{W // 2},1], [1,{H},{W},1]" in text
     assert "looks like a single-image depth network: set model_type to 'depth'" in text
@@ -136,15 +148,14 @@ def test_unusable_depth_files_are_refused_in_one_line(ins, outs, options, words)
 
 
 @pytest.mark.parametrize("options,words", [
-    (DepthOptions(input_std=(1.0, 0.0, 1.0)), "input_std must be > 0"),
-    (DepthOptions(input_mean=(0.5, 0.5)), "input_mean needs 3 finite numbers"),
-    (DepthOptions(input_normalization="midas"), "input_normalization 'midas' is unknown"),
-    (DepthOptions(depth_output_kind="disparity"), "depth_output_kind 'disparity' is unknown"),
+    ({"input_std": (1.0, 0.0, 1.0)}, "input_std must be > 0"),
+    ({"input_mean": (0.5, 0.5)}, "input_mean needs 3 finite numbers"),
+    ({"input_normalization": "midas"}, "input_normalization 'midas' is not allowed"),
+    ({"depth_output_kind": "disparity"}, "depth_output_kind 'disparity' is not allowed"),
 ])
-def test_bad_options_are_refused(maker, tmp_path, options, words):
-    path = maker.write_depth_model(tmp_path / "d.tflite", H, W)
-    with pytest.raises(ValueError, match=words):
-        load_pipeline(str(path), "depth", "cpu", 1, log=quiet, depth=options)
+def test_bad_options_are_refused(options, words):
+    with pytest.raises(SettingError, match=words):
+        Settings(model_type="depth", **options)
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -159,8 +170,10 @@ def test_pydnet_on_real_nyu_frames_ranks_depth_like_the_measurement(index):
     """PyD-Net++ (a real trained net, NHWC, RGB/255, depth grows with distance) on NYU frames:
     the depth is on the camera's grid, finite, and ordered like the Kinect's (the README's
     Spearman 0.4-0.66)."""
-    pipe = load_pipeline(str(PYDNET), "depth", "cpu", 1, log=quiet,
-                         config=PipelineConfig(output_resolution="input"))
+    pipe = load_pipeline(str(PYDNET),
+                         Settings(model_type="depth", backend="cpu", num_threads=1,
+                                  output_resolution="input"),
+                         log=quiet)
     bgr = cv2.imread(str(REAL_SCENES / "nyu" / f"rgb_{index}.jpg"))
     truth = cv2.imread(str(REAL_SCENES / "nyu" / f"sync_depth_{index}.png"),
                        cv2.IMREAD_UNCHANGED).astype(np.float64) / 1000.0

@@ -318,15 +318,16 @@ def test_pipeline_runs_the_export_with_zero_crop(exported):
     import cv2
 
     from dense_perception.core.pipeline import load_pipeline
-    from dense_perception.core.frame_data import PipelineConfig, Request
+    from dense_perception.core.frame_data import Request
+    from dense_perception.core.settings_table import Settings
     from dense_perception.export import graph, official
 
     result, width, height, (cam_w, cam_h), _ = exported
-    pipe = load_pipeline(str(result.path), backend="cpu",
+    pipe = load_pipeline(str(result.path),
                          # every pixel a point: stride 1, no confidence filter (the node's
                          # defaults, 2 and 0.1, would keep a quarter less a tenth)
-                         config=PipelineConfig(fit="crop", depth_scale_source="fixed",
-                                               points_stride=1, points_min_confidence=0.0),
+                         Settings(backend="cpu", fit="crop", depth_scale_source="fixed",
+                                  points_stride=1, points_min_confidence=0.0),
                          log=lambda _: None)  # points need metric depth: the scale is asserted
     assert pipe.spec.kind == "da3"
     assert (pipe.spec.input_width, pipe.spec.input_height) == (width, height)

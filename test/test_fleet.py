@@ -27,6 +27,14 @@ OPTIONS = ["--model", TIPS_TEST_MODEL, "--backend", "cpu", "--threads", "1",
            "--outputs", "depth,seg"]
 
 
+def parsed(*argv):
+    """(settings, options) of ``process ARGV``, as cli.py makes them."""
+    from dense_perception.offline.process_options import ProcessOptions
+    from dense_perception.offline.settings_args import settings_from_args
+    args = cli.build_parser().parse_args(["process", *argv])
+    return settings_from_args(args), ProcessOptions.from_args(args)
+
+
 def process(*argv, **kwargs):
     return cli.main(["process"] + [str(a) for a in argv] + OPTIONS, **kwargs)
 
@@ -244,10 +252,9 @@ def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
     from dense_perception.offline import fleet
     from dense_perception.offline.process import ModelSession
     bag, out = write_bag(tmp_path / "a", "mcap", frames=2), tmp_path / "out"
-    args = cli.build_parser().parse_args(
-        ["process", str(bag), "--out", str(out)] + [str(a) for a in OPTIONS])
-    session = ModelSession(args)
-    key = fleet.job_key(args, session.model_path, session.groups)
+    settings, options = parsed(str(bag), "--out", str(out), *map(str, OPTIONS))
+    session = ModelSession(settings, options)
+    key = fleet.job_key(settings, options, session.model_path, session.groups)
     final = out / fleet_output_name(bag)
 
     older, = fleet.make_jobs([bag], out, key, "000000000001")
@@ -270,34 +277,49 @@ def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
 def test_reuse_key_has_every_setting_that_changes_outputs(tmp_path):
     """Every offline setting of the table marked ``affects_output`` changes the reuse key when
     set to another value (so a new setting cannot be forgotten), the precisions among them
-    (a re-run in fp32 to get away from an fp16 overflow is redone); one marked otherwise
-    (e.g. --threads) does not."""
+    (a re-run in fp32 to get away from an fp16 overflow is redone), under its setting's name;
+    one marked otherwise (e.g. --threads) does not. So does each of the command's own options
+    that changes what an output holds; the rest (e.g. --force) do not."""
     from support.setting_values import flag_words, other_value
 
-    from dense_perception.core.parameters import PARAMS
+    from dense_perception.core.settings_table import PARAMS
     from dense_perception.offline import fleet
     model = tmp_path / "m.tflite"
     model.write_bytes(b"not a model: the key hashes the bytes")
 
-    def key(*words):
-        args = cli.build_parser().parse_args(["process", "in", "--model", str(model), *words])
-        return fleet.job_key(args, str(model), ["depth"])
+    def key(*words, model=model):
+        settings, options = parsed("in", "--model", str(model), *words)
+        return fleet.job_key(settings, options, str(model), ["depth"])
 
     base = key()
     marked = [s for s in PARAMS if s.offline and s.name != "model_path"]
     assert {"gpu_precision", "cpu_precision", "backend"} <= \
         {s.name for s in marked if s.affects_output}
     for spec in marked:
-        changed = key(*flag_words(spec, other_value(spec)))
+        value = other_value(spec)
+        changed = key(*flag_words(spec, value))
         if spec.affects_output:
-            assert changed != base, f"{spec.offline} is not in the reuse key"
+            assert changed["options"][spec.name] != base["options"][spec.name], \
+                f"{spec.offline} is not in the reuse key"
         else:
             assert changed == base, f"{spec.offline} redoes outputs it cannot change"
+    command = {"--max-frames": ("3", "max_frames"), "--topic": ("/cam/image", "topics"),
+               "--camera-info-topic": ("/cam/info", "camera_info_topics"),
+               "--out-namespace": ("/ns", "out_namespace"),
+               "--bag-format": ("sqlite3", "bag_format"), "--copy": ("none", "copy"),
+               "--compressed": ("add", "compressed"),
+               "--reference-depth-topic": ("/ref", "reference_depth_topic")}
+    for flag, (value, name) in command.items():
+        assert key(flag, value)["options"][name] != base["options"][name], flag
+    assert key("--force", "--verbose") == base
     # The model file is keyed by its bytes: the same bytes elsewhere are the same job.
     copy = tmp_path / "copy.tflite"
     copy.write_bytes(model.read_bytes())
-    args = cli.build_parser().parse_args(["process", "in", "--model", str(copy)])
-    assert fleet.job_key(args, str(copy), ["depth"]) == base
+    assert key(model=copy) == base
+    # So is a calibration file.
+    calibration = tmp_path / "camera.yaml"
+    calibration.write_text("image_width: 4\n")
+    assert key("--camera-info-yaml", str(calibration))["camera_info_sha256"]
 
 
 @pytest.mark.timeout(120)

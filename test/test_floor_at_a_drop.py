@@ -15,6 +15,7 @@ from tools.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY, da3_output_of, pain
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics
+from dense_perception.core.settings_table import Settings
 
 PITCHED = dict(h=0.5, pitch_deg=25.0, fx=420.0)  # 0.5 m up, pitched 25 deg: floor from 0.16 m
 LEVEL = dict(h=1.0, pitch_deg=0.0, fx=300.0)     # 1.0 m up, level, a wide lens: from 0.67 m ahead
@@ -107,15 +108,16 @@ def test_the_drop_through_the_pipeline():
     metres within 1 %, with the default support threshold and with 0.15 (where the old rule
     took the lower floor: the wall at 2.0 m instead of 5 m)."""
     from support.common import DA3_TEST_MODEL
-    from dense_perception.core.pipeline import PipelineConfig, Request, load_pipeline
+    from dense_perception.core.pipeline import Request, load_pipeline
     z = drop_scene()
     frame = paint(z / DROP_S)
     # The frame really shows the lower floor 1.8 m below the camera: the row 0.4 m below the
     # axis at 4 m (past the edge, before the wall).
     v = int(round((HEIGHT - 1) / 2.0 + DROP_FX * 1.8 / 4.0))
     assert da3_output_of(frame)[v, WIDTH // 2] * DROP_S == pytest.approx(4.0, rel=0.01)
-    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                             config=PipelineConfig(depth_scale_source="ground_plane"))
+    pipeline = load_pipeline(DA3_TEST_MODEL,
+                             Settings(backend="cpu", depth_scale_source="ground_plane"),
+                             log=lambda _: None)
     request = Request(depth=True)
     for min_inliers in (0.3, 0.15):
         scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=1.0,

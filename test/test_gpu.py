@@ -19,6 +19,8 @@ from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.backends.runner import open_runner
 from dense_perception.core.backends.runner_base import CompiledModelRunner
+from dense_perception.core.settings_table import Settings
+from dense_perception.core.backends.runner import BackendConfig
 
 pytestmark = pytest.mark.gpu
 
@@ -61,7 +63,8 @@ def sample_frames():
 # ---- runner -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("precision,atol", [("fp32", 1e-5), ("fp16", 3e-3)])
 def test_gpu_runner_gives_the_closed_form_outputs(adapter, maker, precision, atol):
-    runner = open_runner(TIPS_TEST_MODEL, "gpu", gpu_precision=precision, log=quiet, warn=quiet)
+    runner = open_runner(TIPS_TEST_MODEL, BackendConfig(backend="gpu", gpu_precision=precision),
+                         log=quiet, warn=quiet)
     try:
         assert runner.backend == "gpu" and adapter.name in runner.description
         x = random_input((1, 3, 448, 448))
@@ -77,7 +80,8 @@ def test_gpu_runner_gives_the_closed_form_outputs(adapter, maker, precision, ato
     finally:
         runner.close()
 
-    runner = open_runner(DA3_TEST_MODEL, "gpu", gpu_precision=precision, log=quiet, warn=quiet)
+    runner = open_runner(DA3_TEST_MODEL, BackendConfig(backend="gpu", gpu_precision=precision),
+                         log=quiet, warn=quiet)
     try:
         x = random_input((1, 3, 896, 504), seed=3) * 4 - 2
         runner.input_buffer()[...] = x
@@ -89,12 +93,13 @@ def test_gpu_runner_gives_the_closed_form_outputs(adapter, maker, precision, ato
 
 def test_adapter_is_named_and_auto_refuses_a_cpu_emulation(adapter):
     logs, warnings = [], []
-    runner = open_runner(DA3_TEST_MODEL, "gpu", log=logs.append, warn=warnings.append)
+    runner = open_runner(DA3_TEST_MODEL, BackendConfig(backend="gpu"), log=logs.append,
+                         warn=warnings.append)
     runner.close()
     assert any(f"GPU adapter: {adapter.describe()}" in m for m in logs)
     assert runner.fully_accelerated  # every op of the test models has a WebGPU kernel
     logs = []
-    auto = open_runner(DA3_TEST_MODEL, "auto", log=logs.append, warn=quiet)
+    auto = open_runner(DA3_TEST_MODEL, BackendConfig(backend="auto"), log=logs.append, warn=quiet)
     if adapter.is_software:
         assert any(adapter.name in w and "CPU emulation" in w for w in warnings)
         assert auto.backend == "cpu"
@@ -182,7 +187,7 @@ def test_a_hung_or_dead_worker_is_replaced_a_bounded_number_of_times(adapter, ma
 
 # ---- pipeline ---------------------------------------------------------------------------------
 def _products(model, backend, precision="fp16"):
-    pipeline = load_pipeline(model, backend=backend, gpu_precision=precision, log=quiet,
+    pipeline = load_pipeline(model, Settings(backend=backend, gpu_precision=precision), log=quiet,
                              warn=quiet)
     try:
         request = Request(depth=True, normals=True, labels=True)

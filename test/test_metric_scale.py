@@ -15,6 +15,8 @@ from dense_perception.core.scale.estimators import (ground_plane_scale, referenc
                                                     reference_to_metres)
 from dense_perception.core.scale.scale_filter import ScaleFilter
 from dense_perception.core.scale.ground_plane import ground_points, level_planes
+from dense_perception.core.setting_row import SettingError
+from dense_perception.core.settings_table import Settings
 
 
 
@@ -200,20 +202,21 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     floor, depth and points are metres."""
     from support.common import DA3_TEST_MODEL
     from dense_perception.core.pipeline import load_pipeline
-    from dense_perception.core.frame_data import PipelineConfig, Request
+    from dense_perception.core.frame_data import Request
     from tools.metric_scene import paint
     request = Request(depth=True, depth_colored=True, points=True)
     z, _ = FORWARD.depth_and_surface()
     frame = paint(z / 0.75)
     k = intrinsics(FORWARD)
-    relative = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None)
+    relative = load_pipeline(DA3_TEST_MODEL, Settings(backend="cpu"), log=lambda _: None)
     products = relative.process(frame, "rgb8", k, request)
     assert products.points is None and not products.depth_metric
     assert np.abs(products.depth - z / 0.75).max() < 0.003
     assert "points withheld: depth is relative" in products.withheld
-    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                             config=PipelineConfig(depth_scale_source="ground_plane",
-                                                   points_stride=1))  # every pixel
+    pipeline = load_pipeline(DA3_TEST_MODEL,
+                             Settings(backend="cpu", depth_scale_source="ground_plane",
+                                      points_stride=1),
+                             log=lambda _: None)  # every pixel
     scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
     wall = paint(np.full((HEIGHT, WIDTH), 2.0))
     raw = pipeline.infer(wall, "rgb8", request)
@@ -335,8 +338,8 @@ def test_a_held_scale_expires_after_max_age():
         scaler.configure(ScaleConfig("ground_plane", camera_height=FORWARD.height,
                                      time_constant=1.0, max_age=0.5))
         assert not scaler.update(5.6, wall, k, plan, "model").metric
-    assert "depth_scale_max_age must be >= 0" in ScaleConfig(
-        "ground_plane", camera_height=1.0, max_age=-1.0).problem()
+    with pytest.raises(SettingError, match="depth_scale_max_age must be >= 0, got -1"):
+        Settings(depth_scale_max_age=-1.0)  # the table checks it, before any ScaleConfig
 
 
 def test_per_frame_scales_are_each_frames_own():
@@ -360,9 +363,10 @@ def test_a_change_of_intrinsics_restarts_the_filter():
     afresh), where the old filter refused its estimate as a jump and held the old scale."""
     from support.common import DA3_TEST_MODEL
     from dense_perception.core.pipeline import load_pipeline
-    from dense_perception.core.frame_data import PipelineConfig, Request
-    pipeline = load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                             config=PipelineConfig(depth_scale_source="ground_plane"))
+    from dense_perception.core.frame_data import Request
+    pipeline = load_pipeline(DA3_TEST_MODEL,
+                             Settings(backend="cpu", depth_scale_source="ground_plane"),
+                             log=lambda _: None)
     scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height))
     zoomed = Scene(FORWARD.height, FORWARD.pitch_deg, FORWARD.wall, fx=600.0)
     request = Request(depth=True)

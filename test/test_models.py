@@ -6,6 +6,7 @@ from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
 from dense_perception.core.models import MODEL_SPECS, ModelSignatureError
 from dense_perception.core.model_detection import detect_model_spec
 from dense_perception.core.pipeline import load_pipeline
+from dense_perception.core.settings_table import Settings
 
 
 def test_specs_follow_the_model_cards():
@@ -21,7 +22,7 @@ def test_specs_follow_the_model_cards():
 
 @pytest.mark.parametrize("path,kind", [(DA3_TEST_MODEL, "da3"), (TIPS_TEST_MODEL, "tipsv2")])
 def test_detected_from_file(path, kind):
-    pipeline = load_pipeline(path, backend="cpu", log=lambda _: None)
+    pipeline = load_pipeline(path, Settings(backend="cpu"), log=lambda _: None)
     assert pipeline.spec.kind == kind
 
 
@@ -29,7 +30,7 @@ def test_unknown_signature_lists_both_supported_ones(maker, tmp_path):
     path = str(tmp_path / "other.tflite")
     maker.write_signature_model(path, [(1, 3, 256, 256)], [(1, 1, 256, 256)])
     with pytest.raises(ModelSignatureError) as err:
-        load_pipeline(path, backend="cpu", log=lambda _: None)
+        load_pipeline(path, Settings(backend="cpu"), log=lambda _: None)
     text = str(err.value)
     assert "input [1,3,256,256] -> outputs [1,1,256,256]" in text  # 256 is no multiple of 14
     assert "da3 (Depth Anything 3 Small): input [1,3,896,504] -> outputs [1,1,896,504]" in text
@@ -40,8 +41,9 @@ def test_unknown_signature_lists_both_supported_ones(maker, tmp_path):
 
 def test_forced_model_type_must_match():
     with pytest.raises(ModelSignatureError, match="forced to 'da3'"):
-        load_pipeline(TIPS_TEST_MODEL, model_type="da3", backend="cpu", log=lambda _: None)
-    assert load_pipeline(TIPS_TEST_MODEL, model_type="tipsv2", backend="cpu",
+        load_pipeline(TIPS_TEST_MODEL, Settings(model_type="da3", backend="cpu"),
+                      log=lambda _: None)
+    assert load_pipeline(TIPS_TEST_MODEL, Settings(model_type="tipsv2", backend="cpu"),
                          log=lambda _: None).spec.kind == "tipsv2"
     with pytest.raises(ModelSignatureError, match="model_type 'midas' is unknown"):
         detect_model_spec([(1, 3, 448, 448)], [], "midas")

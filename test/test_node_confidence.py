@@ -116,4 +116,4 @@ def test_points_min_confidence_on_a_file_without_confidence_is_refused_at_runtim
     # its own value again changes nothing and is accepted (ros2 param load of the same YAML)
     assert h.node.set_parameters([Parameter("points_min_confidence", value=0.1)])[0].successful
     assert h.node.set_parameters([Parameter("points_min_confidence", value=0.0)])[0].successful
-    assert h.perception.values["points_min_confidence"] == 0.0
+    assert h.perception.settings.points_min_confidence == 0.0

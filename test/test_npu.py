@@ -17,6 +17,7 @@ import pytest
 
 from support.common import DA3_TEST_MODEL, REPO, TIPS_TEST_MODEL, run_cli
 from dense_perception.core.backends.runner import ModelLoadError, open_runner
+from dense_perception.core.backends.runner import BackendConfig
 
 HAS_OPENVINO = bool(__import__("importlib").util.find_spec("openvino"))
 # The x86_64 ai-edge-litert 2.3 wheel has the OpenVINO plugin; the aarch64 one has none.
@@ -56,7 +57,8 @@ def openvino():
                     "this ai-edge-litert has no OpenVINO plugin")
 def test_missing_openvino_is_one_line_saying_what_to_install(tmp_path):
     with pytest.raises(ModelLoadError) as info:
-        open_runner(TIPS_TEST_MODEL, "npu", log=quiet, npu_options=on_cpu_device(tmp_path))
+        open_runner(TIPS_TEST_MODEL, BackendConfig(backend="npu", npu=on_cpu_device(tmp_path)),
+                    log=quiet)
     message = str(info.value)
     assert "\n" not in message
     assert ("the NPU backend did not start: OpenVINO runtime 2026.3.1 not found (the LiteRT "
@@ -77,9 +79,10 @@ def test_another_openvino_release_is_named_with_the_one_to_install(tmp_path):
     (site / "openvino-2025.4.0.dist-info").mkdir()
     (site / "openvino-2025.4.0.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: openvino\nVersion: 2025.4.0\n")
-    script = ("import sys\nfrom dense_perception.core.backends.runner import ModelLoadError, open_runner\n"
-              "try:\n    open_runner(sys.argv[1], 'npu', log=print, npu_options={'vendor': "
-              "'intel_openvino', 'device': 'CPU'})\nexcept ModelLoadError as exc:\n"
+    script = ("import sys\nfrom dense_perception.core.backends.runner import (BackendConfig, "
+              "ModelLoadError, open_runner)\n"
+              "try:\n    open_runner(sys.argv[1], BackendConfig('npu', npu={'vendor': "
+              "'intel_openvino', 'device': 'CPU'}), log=print)\nexcept ModelLoadError as exc:\n"
               "    print('ERROR', exc)\n")
     done = subprocess.run([sys.executable, "-c", script, TIPS_TEST_MODEL], capture_output=True,
                           text=True, timeout=50, env={**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -94,8 +97,10 @@ def test_another_openvino_release_is_named_with_the_one_to_install(tmp_path):
 def test_qualcomm_without_its_libraries_is_one_line_naming_the_parameter(tmp_path):
     """No ai-edge-litert wheel has LiteRT's Qualcomm dispatch library or the QNN libraries."""
     with pytest.raises(ModelLoadError) as info:
-        open_runner(TIPS_TEST_MODEL, "npu", log=quiet,
-                    npu_options={"vendor": "qualcomm", "library_dir": str(tmp_path)})
+        open_runner(TIPS_TEST_MODEL,
+                    BackendConfig(backend="npu",
+                                  npu={"vendor": "qualcomm", "library_dir": str(tmp_path)}),
+                    log=quiet)
     message = str(info.value)
     assert "\n" not in message
     assert ("the NPU backend did not start: no Qualcomm dispatch library "
@@ -122,9 +127,10 @@ def test_no_npu_device_names_what_openvino_sees(openvino, tmp_path):
     if "NPU" in seen:
         pytest.skip("this machine has an NPU")
     with pytest.raises(ModelLoadError) as info:
-        open_runner(TIPS_TEST_MODEL, "npu", log=quiet,
-                    npu_options={"vendor": "intel_openvino", "device": "NPU",
-                                 "cache_dir": str(tmp_path)})
+        open_runner(TIPS_TEST_MODEL,
+                    BackendConfig(backend="npu", npu={"vendor": "intel_openvino", "device": "NPU",
+                                 "cache_dir": str(tmp_path)}),
+                    log=quiet)
     assert f"no NPU device; OpenVINO 2026.3.1 sees: {', '.join(seen)}" in str(info.value)
     assert "\n" not in str(info.value)
 
@@ -134,8 +140,9 @@ def test_no_npu_device_names_what_openvino_sees(openvino, tmp_path):
 @pytest.mark.timeout(180)
 def test_openvino_cpu_device_gives_the_closed_form_outputs(openvino, maker, tmp_path):
     logs = []
-    runner = open_runner(TIPS_TEST_MODEL, "npu", log=logs.append,
-                         npu_options=on_cpu_device(tmp_path))
+    runner = open_runner(TIPS_TEST_MODEL,
+                         BackendConfig(backend="npu", npu=on_cpu_device(tmp_path)),
+                         log=logs.append)
     assert runner.backend == "npu" and runner.device == "CPU" and runner.fully_accelerated
     assert runner.description.startswith("npu (Intel OpenVINO 2026.3.1 (LiteRT plugin")
     x = random_input((1, 3, 448, 448))
@@ -149,7 +156,8 @@ def test_openvino_cpu_device_gives_the_closed_form_outputs(openvino, maker, tmp_
     step = np.abs(logits[0].argmax(0).astype(int) - ref_labels[0])
     assert np.mean(step == 0) >= 0.9 and step.max() <= 1
 
-    runner = open_runner(DA3_TEST_MODEL, "npu", log=quiet, npu_options=on_cpu_device(tmp_path))
+    runner = open_runner(DA3_TEST_MODEL, BackendConfig(backend="npu", npu=on_cpu_device(tmp_path)),
+                         log=quiet)
     x = random_input((1, 3, 896, 504), seed=3) * 4 - 2
     runner.input_buffer()[...] = x
     (depth,) = runner.run()
@@ -164,8 +172,9 @@ def test_second_start_loads_the_compiled_model_from_the_cache(openvino, tmp_path
 
     def start():
         logs = []
-        runner = open_runner(TIPS_TEST_MODEL, "npu", log=logs.append,
-                             npu_options=on_cpu_device(tmp_path / "cache"))
+        runner = open_runner(TIPS_TEST_MODEL,
+                             BackendConfig(backend="npu", npu=on_cpu_device(tmp_path / "cache")),
+                             log=logs.append)
         runner.input_buffer()[...] = x
         return runner, [np.array(o) for o in runner.run()], " | ".join(logs)
 
@@ -202,9 +211,10 @@ def test_openvino_is_preloaded_from_another_folder(openvino, tmp_path):
             (elsewhere / name).symlink_to(Path(spec.origin).parent)
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     env["PYTHONPATH"] = os.pathsep.join([str(elsewhere), str(REPO)])
-    script = ("import sys\nfrom dense_perception.core.backends.runner import open_runner\n"
-              "r = open_runner(sys.argv[1], 'npu', log=print, npu_options={'vendor': "
-              "'intel_openvino', 'device': 'CPU', 'cache_dir': 'off'})\nprint('DEVICE', r.device)")
+    script = ("import sys\nfrom dense_perception.core.backends.runner import BackendConfig, "
+              "open_runner\nr = open_runner(sys.argv[1], BackendConfig('npu', npu={'vendor': "
+              "'intel_openvino', 'device': 'CPU', 'cache_dir': 'off'}), log=print)\n"
+              "print('DEVICE', r.device)")
     done = subprocess.run([plain, "-c", script, TIPS_TEST_MODEL], env=env, capture_output=True,
                           text=True, timeout=150)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -232,7 +242,8 @@ def test_npu_inference_leaves_the_gil_free(openvino, tmp_path):
     from dense_perception.core.backends.npu_runner import open_npu_runner
     from support.gil_ticks import Ticker, gil_was_free
 
-    worker = open_runner(TIPS_TEST_MODEL, "npu", log=quiet, npu_options=on_cpu_device(tmp_path))
+    worker = open_runner(TIPS_TEST_MODEL,
+                         BackendConfig(backend="npu", npu=on_cpu_device(tmp_path)), log=quiet)
     inproc = open_npu_runner(TIPS_TEST_MODEL, "intel_openvino", "CPU", str(tmp_path), log=quiet)
     assert worker.worker_pid is not None
     try:
@@ -256,6 +267,7 @@ def pearson(a, b):
 def test_pipeline_on_openvino_matches_xnnpack(openvino, tmp_path):
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.frame_data import Request
+    from dense_perception.core.settings_table import Settings
     from tools.scene import make_sample_scene
 
     frames = [make_sample_scene()]
@@ -263,8 +275,9 @@ def test_pipeline_on_openvino_matches_xnnpack(openvino, tmp_path):
     request = Request(depth=True, normals=True, labels=True)
 
     def products(backend):
-        pipeline = load_pipeline(TIPS_TEST_MODEL, backend=backend, log=quiet, warn=quiet,
-                                 npu_options=on_cpu_device(tmp_path))
+        settings = Settings(backend=backend, npu_vendor="intel_openvino", openvino_device="CPU",
+                            npu_cache_dir=str(tmp_path))  # on_cpu_device's, as settings
+        pipeline = load_pipeline(TIPS_TEST_MODEL, settings, log=quiet, warn=quiet)
         return [pipeline.process(f, "rgb8", request=request) for f in frames]
 
     npu, cpu = products("npu"), products("cpu")

@@ -15,6 +15,7 @@ from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.postprocess import INVALID_LABEL
+from dense_perception.core.settings_table import Settings
 from tools.reference import reference_points
 
 def encode(rgb8, encoding):
@@ -29,12 +30,12 @@ def inner(a, margin=4):
 
 @pytest.fixture(scope="module")
 def da3():
-    return load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None)
+    return load_pipeline(DA3_TEST_MODEL, Settings(backend="cpu"), log=lambda _: None)
 
 
 @pytest.fixture(scope="module")
 def tips():
-    return load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None)
+    return load_pipeline(TIPS_TEST_MODEL, Settings(backend="cpu"), log=lambda _: None)
 
 
 def reconfigure(pipeline, **changes):
@@ -193,8 +194,8 @@ def test_bad_frames_are_refused(tips):
 
 
 def test_bad_config_is_refused():
-    with pytest.raises(ValueError, match="fit 'letterbox' is unknown; allowed: crop, stretch"):
-        load_pipeline(TIPS_TEST_MODEL, backend="cpu", config=PipelineConfig(fit="letterbox"))
+    with pytest.raises(ValueError, match="fit 'letterbox' is not allowed; use one of: crop, stretch"):
+        load_pipeline(TIPS_TEST_MODEL, Settings(backend="cpu", fit="letterbox"))
     with pytest.raises(ValueError, match="points_stride must be >= 1"):
-        load_pipeline(TIPS_TEST_MODEL, backend="cpu", config=PipelineConfig(points_stride=0))
+        load_pipeline(TIPS_TEST_MODEL, Settings(backend="cpu", points_stride=0))
 

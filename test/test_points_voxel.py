@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
 from dense_perception.core.geometry.pointcloud import XYZ_DTYPE, XYZRGB_DTYPE, nearest_per_voxel
+from dense_perception.core.settings_table import Settings
 from support.common import TIPS_TEST_MODEL
 from support.model_truth import gradient_frame
 
@@ -60,14 +61,15 @@ def test_a_thin_obstacle_survives_the_thinning():
 
 
 def test_pipeline_cloud_thins_with_its_colours(tmp_path):
-    pipe = load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(points_stride=1))
+    pipe = load_pipeline(TIPS_TEST_MODEL, Settings(backend="cpu", points_stride=1),
+                         log=lambda _: None)
     frame = np.clip(gradient_frame(448, 448), 0, 255).astype(np.uint8)
     request = Request(points=True, points_rgb=True)
     full = pipe.process(frame, "rgb8", request=request).points
-    thin_pipe = load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None,
-                              config=PipelineConfig(points_stride=1, points_voxel_size=0.05,
-                                                    points_organized=True))
+    thin_pipe = load_pipeline(TIPS_TEST_MODEL,
+                              Settings(backend="cpu", points_stride=1, points_voxel_size=0.05,
+                                       points_organized=True),
+                              log=lambda _: None)
     thin = thin_pipe.process(frame, "rgb8", request=request).points
     assert thin.dtype == XYZRGB_DTYPE and thin.ndim == 1  # unorganised despite points_organized
     assert len(thin) == len(loop_truth(full, 0.05))

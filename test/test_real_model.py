@@ -17,7 +17,8 @@ from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_err
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
+from dense_perception.core.settings_table import Settings
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
                                 "frames and PyD-Net++; see the issue's shared data)")
@@ -38,9 +39,10 @@ REFERENCE_ABSREL_EXCESS = 0.03
 def pipelines():
     """PyD-Net++ loaded once; a pipeline per scale source on its runner, depth on the camera's
     grid (output_resolution: input)."""
-    base = load_pipeline(str(PYDNET), "depth", "cpu", 2,
-                         PipelineConfig(output_resolution="input", points_organized=True,
-                                        points_stride=2))
+    base = load_pipeline(str(PYDNET),
+                         Settings(model_type="depth", backend="cpu", num_threads=2,
+                                  output_resolution="input", points_organized=True,
+                                  points_stride=2))
     assert base.spec.input_height == 448 and base.spec.input_width == 640
     assert not base.spec.metric_depth
     return {source: DensePipeline(base.runner, base.spec,

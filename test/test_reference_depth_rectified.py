@@ -22,7 +22,8 @@ from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.scale.estimators import reference_scale
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
+from dense_perception.core.settings_table import Settings
 
 SCALE = 1.5                      # metres per relative unit, the truth to recover
 TRUE, RELATIVE = cs.Dome(6.0), cs.Dome(6.0 / SCALE)
@@ -123,8 +124,9 @@ def test_raw_pixels_outside_the_rectified_view_are_dropped():
 
 @pytest.fixture(scope="module")
 def da3():
-    return load_pipeline(DA3_TEST_MODEL, backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(depth_scale_source="reference_depth"))
+    return load_pipeline(DA3_TEST_MODEL,
+                         Settings(backend="cpu", depth_scale_source="reference_depth"),
+                         log=lambda _: None)
 
 
 @pytest.mark.timeout(120)

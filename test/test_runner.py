@@ -9,6 +9,9 @@ import pytest
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe, hardware_gpu
 from dense_perception.core.backends.runner import ModelLoadError, litert_version, open_runner
 from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
+from dense_perception.core.backends.runner import BackendConfig
+from dense_perception.core.setting_row import SettingError
+from dense_perception.core.settings_table import Settings
 
 LITERT_2 = not litert_version().startswith("1.")
 
@@ -18,7 +21,8 @@ def random_input(shape, seed=0):
 
 
 def test_cpu_runner_writes_in_place_and_matches_reference(maker):
-    runner = open_runner(TIPS_TEST_MODEL, "cpu", num_threads=2, log=lambda _: None)
+    runner = open_runner(TIPS_TEST_MODEL, BackendConfig(backend="cpu", num_threads=2),
+                         log=lambda _: None)
     assert runner.backend == "cpu" and "2 threads" in runner.description
     x = random_input((1, 3, 448, 448))
     runner.input_buffer()[...] = x
@@ -31,7 +35,7 @@ def test_cpu_runner_writes_in_place_and_matches_reference(maker):
 
 
 def test_da3_runner_output(maker):
-    runner = open_runner(DA3_TEST_MODEL, "cpu", log=lambda _: None)
+    runner = open_runner(DA3_TEST_MODEL, BackendConfig(backend="cpu"), log=lambda _: None)
     x = random_input((1, 3, 896, 504), seed=3) * 4 - 2
     runner.input_buffer()[...] = x
     (depth,) = runner.run()
@@ -43,7 +47,7 @@ def test_auto_falls_back_to_cpu_and_says_why():
     if hardware_gpu():
         pytest.skip("this machine has a GPU adapter that 'auto' uses")
     messages = []
-    runner = open_runner(TIPS_TEST_MODEL, "auto", log=messages.append)
+    runner = open_runner(TIPS_TEST_MODEL, BackendConfig(backend="auto"), log=messages.append)
     assert runner.backend == "cpu"
     assert any("GPU unavailable" in m and "fell back to CPU" in m for m in messages)
     assert "GPU unavailable" in runner.fallback_note
@@ -55,7 +59,7 @@ def test_gpu_backend_fails_fast_when_no_gpu():
     if adapter is not None or not why_not:
         pytest.skip("this machine has a Vulkan GPU adapter (test_gpu.py tests it)")
     with pytest.raises(ModelLoadError, match="GPU backend did not initialise.*'auto' or 'cpu'"):
-        open_runner(TIPS_TEST_MODEL, "gpu", log=lambda _: None)
+        open_runner(TIPS_TEST_MODEL, BackendConfig(backend="gpu"), log=lambda _: None)
 
 
 @pytest.mark.skipif(not LITERT_2, reason="CompiledModel accelerator options need ai-edge-litert 2.x")
@@ -106,19 +110,19 @@ def test_cpu_compiled_model_runs_in_a_worker_that_leaves_the_gil_free(maker):
 
 def test_missing_file(tmp_path):
     with pytest.raises(ModelLoadError, match="does not exist.*models/README.md.*model_path"):
-        open_runner(str(tmp_path / "da3_small_gpu_fp16.tflite"), "cpu")
+        open_runner(str(tmp_path / "da3_small_gpu_fp16.tflite"), BackendConfig(backend="cpu"))
     with pytest.raises(ModelLoadError, match="model_path is empty"):
-        open_runner("", "cpu")
+        open_runner("", BackendConfig(backend="cpu"))
 
 
 def test_not_a_tflite(tmp_path):
     junk = tmp_path / "junk.tflite"
     junk.write_bytes(b"<html>404 not found</html>")
     with pytest.raises(ModelLoadError, match="not a LiteRT/TFLite flatbuffer"):
-        open_runner(str(junk), "cpu")
+        open_runner(str(junk), BackendConfig(backend="cpu"))
     (tmp_path / "empty.tflite").write_bytes(b"")
     with pytest.raises(ModelLoadError, match="not a LiteRT/TFLite flatbuffer"):
-        open_runner(str(tmp_path / "empty.tflite"), "cpu")
+        open_runner(str(tmp_path / "empty.tflite"), BackendConfig(backend="cpu"))
 
 
 @pytest.mark.parametrize("keep", [0.1, 0.5, 0.9, 0.99])
@@ -128,7 +132,7 @@ def test_truncated_file_is_an_error_not_a_crash(tmp_path, keep):
     truncated = tmp_path / "truncated.tflite"
     truncated.write_bytes(data[:int(len(data) * keep)])
     with pytest.raises(ModelLoadError, match="is damaged: truncated or corrupt.*again"):
-        open_runner(str(truncated), "cpu", log=lambda _: None)
+        open_runner(str(truncated), BackendConfig(backend="cpu"), log=lambda _: None)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -137,12 +141,14 @@ def test_unreadable(tmp_path):
     path.write_bytes(open(DA3_TEST_MODEL, "rb").read())
     path.chmod(0)
     with pytest.raises(ModelLoadError, match="cannot be read"):
-        open_runner(str(path), "cpu")
+        open_runner(str(path), BackendConfig(backend="cpu"))
 
 
 def test_bad_arguments():
     with pytest.raises(ModelLoadError, match="backend 'tpu' is unknown"):
-        open_runner(DA3_TEST_MODEL, "tpu")
-    for bad in (0, -2):
-        with pytest.raises(ModelLoadError, match="num_threads must be >= 1, or -1 for all cores"):
-            open_runner(DA3_TEST_MODEL, "cpu", num_threads=bad)
+        open_runner(DA3_TEST_MODEL, BackendConfig(backend="tpu"))
+    # the settings table refuses a thread count before any runner is opened
+    with pytest.raises(SettingError, match="num_threads must be >= 1, or -1 for all cores"):
+        Settings(num_threads=0)
+    with pytest.raises(SettingError, match="num_threads must be >= -1, got -2"):
+        Settings(num_threads=-2)

@@ -11,6 +11,7 @@ from support.model_truth import tips_seg_confidence_of
 from dense_perception.core import postprocess as post
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.settings_table import Settings
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -24,7 +25,7 @@ def softmax_top(logits):
 
 @pytest.fixture(scope="module")
 def tips():
-    return load_pipeline(TIPS_TEST_MODEL, backend="cpu", log=lambda _: None)
+    return load_pipeline(TIPS_TEST_MODEL, Settings(backend="cpu"), log=lambda _: None)
 
 
 @pytest.mark.parametrize("spread", [1.0, 30.0, 3000.0])  # 3000: exp(logit) overflows float32

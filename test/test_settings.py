@@ -10,12 +10,16 @@ import pytest
 
 from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
 
+from dense_perception.core.depth_model import DepthOptions
 from dense_perception.core.scale.metric_scale import ScaleConfig
-from dense_perception.core.parameters import PARAMS, PARAMS_BY_NAME
+from dense_perception.core.setting_row import SettingError
+from dense_perception.core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig
-from dense_perception.core.settings import SCALE_FIELDS
+from dense_perception.core.settings import (SCALE_FIELDS, backend_config, depth_options,
+                                            pipeline_config, scale_config)
 from dense_perception.offline.cli import build_parser
+from dense_perception.offline.settings_args import OFFLINE
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,16 +71,41 @@ def test_every_offline_flag_parses_and_lands_in_the_settings_values():
 
 
 def test_library_defaults_are_the_tables():
-    """PipelineConfig, ScaleConfig and load_pipeline default to what the node does (they had
-    drifted: points_stride 1 against 2, cpu_precision fp32 against auto)."""
+    """PipelineConfig, ScaleConfig, DepthOptions and load_pipeline default to what the node
+    does (they had drifted: points_stride 1 against 2, cpu_precision fp32 against auto)."""
     for f in fields(PipelineConfig):
         assert f.default == PARAMS_BY_NAME[f.name].default, f.name
     for f in fields(ScaleConfig):
         if f.name != "per_frame":
             assert f.default == PARAMS_BY_NAME[SCALE_FIELDS[f.name]].default, f.name
-    signature = inspect.signature(load_pipeline).parameters
-    for name in ("model_type", "backend", "num_threads", "gpu_precision", "cpu_precision"):
-        assert signature[name].default == PARAMS_BY_NAME[name].default, name
+    for f in fields(DepthOptions):  # the table's lists are held as tuples
+        default = list(f.default) if isinstance(f.default, tuple) else f.default
+        assert default == PARAMS_BY_NAME[f.name].default, f.name
+    assert inspect.signature(load_pipeline).parameters["settings"].default == Settings()
+    assert Settings().values() == {spec.name: spec.default for spec in PARAMS}
+
+
+def test_the_typed_settings_check_each_value_once_and_hold_lists_as_tuples():
+    """Making a Settings (or changing one) checks each value against its row: a value out of
+    range or not among the choices never reaches a configuration."""
+    with pytest.raises(SettingError, match="points_stride must be >= 1, got 0"):
+        Settings(points_stride=0)
+    with pytest.raises(SettingError, match="fit 'letterbox' is not allowed"):
+        Settings().changed({"fit": "letterbox"})
+    with pytest.raises(SettingError, match="cameras: a name is listed twice"):
+        Settings(cameras=["front", "front"])
+    err = pytest.raises(SettingError, Settings, depth_scale_min_inliers=1.5).value
+    assert err.in_syntax(OFFLINE) == "--depth-scale-min-inliers must be <= 1, got 1.5"
+    settings = Settings.from_values({"input_mean": [0.5, 0.4, 0.3], "cameras": ["a", "b"],
+                                     "points_stride": 3, "depth_encoding": "16UC1"})
+    assert settings.input_mean == (0.5, 0.4, 0.3) and settings.cameras == ("a", "b")
+    assert hash(settings) == hash(Settings.from_values(settings.values()))  # frozen, round trip
+    # the parts' configurations are built from it with the same values
+    assert pipeline_config(settings).points_stride == 3
+    assert depth_options(settings).input_mean == (0.5, 0.4, 0.3)
+    backend = backend_config(settings.changed({"backend": "cpu", "num_threads": 2}))
+    assert (backend.backend, backend.num_threads, backend.cpu_precision) == ("cpu", 2, "auto")
+    assert scale_config(settings, camera_height=0.7).camera_height == 0.7
 
 
 def test_offline_refuses_out_of_range_values_naming_its_flag(tmp_path, capsys):

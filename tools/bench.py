@@ -26,7 +26,8 @@ from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.models import MODEL_SPECS
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
+from dense_perception.core.settings_table import Settings
 from dense_perception.core.geometry.pointcloud import depth_to_points
 from tools.reference import reference_points
 from tools.bench_cameras import camera_rates, load_memory, node_memory
@@ -111,8 +112,9 @@ def bench_core(kind: str, model_path: str, threads: int, runs: int) -> dict:
     frame = make_sample_scene(*FRAME_SIZE)
     k = scene_intrinsics(*FRAME_SIZE)
     # DA3's points need metres: a fixed (asserted) scale keeps the point cloud in the figures.
-    pipeline = load_pipeline(model_path, kind, "cpu", threads,
-                             PipelineConfig(points_stride=1, depth_scale_source="fixed"),
+    pipeline = load_pipeline(model_path,
+                             Settings(model_type=kind, backend="cpu", num_threads=threads,
+                                      points_stride=1, depth_scale_source="fixed"),
                              log=lambda _: None)
     request = Request.everything()
     fns = {"Interpreter": InterpreterRunner(model_path, threads).run}
@@ -155,7 +157,9 @@ def bench_rectify(model_path: str, threads: int, runs: int) -> dict:
     pinhole = CameraModel.pinhole(scene_intrinsics(*FRAME_SIZE))
     distorted = CameraModel(width=pinhole.width, height=pinhole.height, k=pinhole.k,
                             d=(-0.35, 0.12, 0.0, 0.0, 0.0), p=pinhole.p)
-    base = load_pipeline(model_path, "auto", "cpu", threads, log=lambda _: None)
+    base = load_pipeline(model_path,
+                         Settings(model_type="auto", backend="cpu", num_threads=threads),
+                         log=lambda _: None)
     pipes = {name: DensePipeline(base.runner, base.spec, base.config, StageTimer())
              for name in ("pinhole", "distorted")}
     cameras = {"pinhole": pinhole, "distorted": distorted}
@@ -199,8 +203,10 @@ def bench_metric_scale(runs: int) -> dict:
              "reference_sparse": ("reference_depth", sparse), "fixed": ("fixed", None)}
     runs_by_case = {}
     for name, (source, reference) in cases.items():
-        pipeline = load_pipeline(model, "da3", "cpu", 1, PipelineConfig(
-            depth_scale_source=source, points_stride=2), log=lambda _: None)
+        pipeline = load_pipeline(model,
+                                 Settings(model_type="da3", backend="cpu", num_threads=1,
+                                          depth_scale_source=source, points_stride=2),
+                                 log=lambda _: None)
         scaler = DepthScaler(ScaleConfig(source, camera_height=scene.height)) \
             if source != "fixed" else None
         raw = pipeline.infer(frame, "rgb8", Request(depth=True, points=True))
@@ -296,6 +302,7 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
 NPU_LOAD_PROBE = """
 import sys, time
 from dense_perception.core.backends.npu_runner import open_npu_runner
+from dense_perception.core.settings_table import Settings
 start = time.perf_counter()
 runner = open_npu_runner(sys.argv[1], "intel_openvino", sys.argv[2], sys.argv[3], log=print)
 load = time.perf_counter() - start
@@ -361,8 +368,10 @@ def bench_gpu(kind: str, model_path: str, runs: int, node_seconds: float, rounds
     # Host stages (everything but inference) of our pipeline on the GPU, own stage timers.
     frame = make_sample_scene(*FRAME_SIZE)
     k = scene_intrinsics(*FRAME_SIZE)
-    pipeline = load_pipeline(model_path, kind, "gpu", config=PipelineConfig(points_stride=1),
-                             log=lambda _: None, warn=lambda _: None, gpu_precision=precision)
+    pipeline = load_pipeline(model_path,
+                             Settings(model_type=kind, backend="gpu", gpu_precision=precision,
+                                      points_stride=1),
+                             log=lambda _: None, warn=lambda _: None)
     try:
         request = Request.everything()
         pipeline.process(frame, "rgb8", k, request)

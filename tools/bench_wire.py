@@ -23,9 +23,10 @@ import numpy as np
 from dense_perception.core.compressed import CompressionConfig, compressed_depth, jpeg
 from dense_perception.core.postprocess import colorize_depth
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
 from dense_perception.core.geometry.pointcloud import nearest_per_voxel
 from dense_perception.core.products import COMPRESSED, compress_product
+from dense_perception.core.settings_table import Settings
 from tools.bench import median_ms
 from tools.scene import make_sample_scene, scene_intrinsics
 
@@ -68,16 +69,16 @@ def bench_model(kind: str, resolution: str, frame_size: tuple[int, int], runs: i
     k = scene_intrinsics(width, height)
     pconf = {"output_resolution": resolution, "depth_scale_source": "fixed",
              "relative_depth_scale": 2.0} if kind == "da3" else {"output_resolution": resolution}
-    pipe = load_pipeline(str(MODELS[kind]), backend="cpu", log=lambda _: None,
-                         config=PipelineConfig(**pconf))
+    pipe = load_pipeline(str(MODELS[kind]), Settings(backend="cpu", **pconf), log=lambda _: None)
     request = Request(depth=True, depth_colored=True, normals=True, normals_colored=True,
                       labels=True, labels_colored=True, points=False)
     products = pipe.process(frame, "rgb8", k, request=request)
     depth = products.depth
     clouds, full = [], None
     for voxel in VOXELS:  # VOXELS[0] is 0: the full cloud, which the others thin
-        cpipe = load_pipeline(str(MODELS[kind]), backend="cpu", log=lambda _: None,
-                              config=PipelineConfig(**pconf, points_voxel_size=voxel))
+        cpipe = load_pipeline(str(MODELS[kind]),
+                              Settings(backend="cpu", **pconf, points_voxel_size=voxel),
+                              log=lambda _: None)
         points = cpipe.process(frame, "rgb8", k, request=Request(points=True,
                                                                    points_rgb=True)).points
         full = points if voxel == 0 else full

@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from dense_perception.core.depth_model import DepthOptions
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
-from dense_perception.core.frame_data import PipelineConfig, Request
+from dense_perception.core.frame_data import Request
+from dense_perception.core.settings_table import Settings
 from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, SOURCES, available, depth_errors,
                                floor_plane, oracle_scale, sparse_reference)
 
@@ -227,10 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     if not frames:
         parser.error(f"no frame named {args.frames}")
     started = time.monotonic()
-    depth = DepthOptions(args.input_normalization, tuple(args.input_mean), tuple(args.input_std),
-                         args.depth_output, args.depth_output_kind)
-    base = load_pipeline(str(args.model), kind, "cpu", args.num_threads,
-                         PipelineConfig(output_resolution="input"), depth=depth)
+    settings = Settings(model_type=kind, backend="cpu", num_threads=args.num_threads,
+                        output_resolution="input", input_normalization=args.input_normalization,
+                        input_mean=args.input_mean, input_std=args.input_std,
+                        depth_output=args.depth_output, depth_output_kind=args.depth_output_kind)
+    base = load_pipeline(str(args.model), settings)
     # One loaded model, one pipeline per scale source (as tools/bench.py shares a runner).
     pipelines = {source: DensePipeline(base.runner, base.spec,
                                        replace(base.config, depth_scale_source=source))

@@ -17,6 +17,7 @@ import numpy as np
 from dense_perception.core.backends.gpu_runner import GpuProcessRunner
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
+from dense_perception.core.settings_table import Settings
 
 # The cards' GPU-vs-CPU agreement (shared/model-cards): DA3-Small on an Adreno/Mali GPU vs
 # XNNPACK, TIPSv2-B14-DPT likewise.
@@ -64,9 +65,9 @@ def pipeline_fidelity(model_path: str, frames: Sequence[np.ndarray], encoding: s
     adapter, and the card's figures for this model kind."""
     request = Request(depth=True, normals=True, labels=True)
     quiet = lambda _: None  # noqa: E731
-    gpu = load_pipeline(model_path, backend="gpu", log=quiet, warn=quiet,
-                        gpu_precision=gpu_precision)
-    cpu = load_pipeline(model_path, backend="cpu", log=quiet)
+    gpu = load_pipeline(model_path, Settings(backend="gpu", gpu_precision=gpu_precision),
+                        log=quiet, warn=quiet)
+    cpu = load_pipeline(model_path, Settings(backend="cpu"), log=quiet)
     try:
         products_gpu = [gpu.process(f, encoding, request=request) for f in frames]
         products_cpu = [cpu.process(f, encoding, request=request) for f in frames]
@@ -115,8 +116,8 @@ def two_stage_rate(model_path: str, seconds: float = 20.0, fps: float = 30.0,
     from tools.scene import make_sample_scene, scene_intrinsics
     frame = make_sample_scene()
     k = scene_intrinsics()
-    pipeline = load_pipeline(model_path, backend="gpu", log=lambda _: None,
-                             warn=lambda _: None, gpu_precision=gpu_precision)
+    pipeline = load_pipeline(model_path, Settings(backend="gpu", gpu_precision=gpu_precision),
+                             log=lambda _: None, warn=lambda _: None)
     request = Request.everything()
     frames: NewestSlots[np.ndarray] = NewestSlots()
     raws: NewestSlots[Any] = NewestSlots()

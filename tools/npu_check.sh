@@ -35,16 +35,16 @@ import sys
 import time
 
 from dense_perception.core.backends.cpu_precision import output_correlations, smooth_test_input
-from dense_perception.core.backends.runner import ModelLoadError, open_runner
+from dense_perception.core.backends.runner import BackendConfig, ModelLoadError, open_runner
 
 model, libs = sys.argv[1], sys.argv[2]
 try:
-    npu = open_runner(model, "npu", log=print,
-                      npu_options={"vendor": "qualcomm", "library_dir": libs})
+    npu = open_runner(model, BackendConfig("npu", npu={"vendor": "qualcomm", "library_dir": libs}),
+                      log=print)
 except ModelLoadError as exc:
     print(f"FAILED: {exc}")
     sys.exit(1)
-cpu = open_runner(model, "cpu", log=print)
+cpu = open_runner(model, BackendConfig("cpu"), log=print)
 x = smooth_test_input(cpu.input_shapes[0])
 outputs, times = [], []
 for runner in (cpu, npu):

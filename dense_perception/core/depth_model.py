@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from .models import DEPTH_TYPE, ModelSignatureError, ModelSpec, OutputSpec, format_signature
 from .setting_names import NODE, Syntax
@@ -29,33 +29,14 @@ UNUSED = "unused"  # the kind of a depth model's other outputs
 
 @dataclass(frozen=True)
 class DepthOptions:
-    """How to read a depth model (the settings of the same names; see core.parameters)."""
+    """How to read a depth model (the settings of the same names, checked in the settings
+    table; ``core/settings.py`` builds it)."""
 
     input_normalization: str = "unit"
     input_mean: tuple[float, ...] = (0.0, 0.0, 0.0)  # custom: in units of RGB/255
     input_std: tuple[float, ...] = (1.0, 1.0, 1.0)
     depth_output: int = -1  # -1: the first output at the input's resolution
     depth_output_kind: str = "depth"
-
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> "DepthOptions":
-        """The options among ``values`` (``{setting name: value}``)."""
-        return cls(values["input_normalization"], tuple(float(v) for v in values["input_mean"]),
-                   tuple(float(v) for v in values["input_std"]), int(values["depth_output"]),
-                   values["depth_output_kind"])
-
-    def problem(self, syntax: Syntax = NODE) -> str | None:
-        """Why these options are impossible, or None (settings named in ``syntax``)."""
-        n = syntax.name
-        if self.input_normalization not in NORMALIZATIONS:
-            return (f"{n('input_normalization')} '{self.input_normalization}' is unknown; "
-                    f"allowed: {', '.join(NORMALIZATIONS)}")
-        if self.depth_output_kind not in DEPTH_OUTPUT_KINDS:
-            return (f"{n('depth_output_kind')} '{self.depth_output_kind}' is unknown; "
-                    f"allowed: {', '.join(DEPTH_OUTPUT_KINDS)}")
-        if self.depth_output < -1:
-            return f"{n('depth_output')} must be >= 0, or -1 for the first at full resolution"
-        return mean_std_problem(list(self.input_mean), list(self.input_std), syntax)
 
     def mean_std(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
         """(mean, std) in units of RGB/255, per the normalisation."""

@@ -3,18 +3,16 @@ one frame's outputs after inference, and its finished products."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from .confidence import QUANTILE
 from .geometry.camera_model import CameraModel
-from .geometry.fit import FIT_MODES, OUTPUT_RESOLUTIONS, FitPlan
+from .geometry.fit import FitPlan
 from .geometry.intrinsics import Intrinsics
 from .preprocess import PixelFormat
-from .scale.metric_scale import SCALE_SOURCES, ScaleReport
-from .setting_names import NODE, Syntax
+from .scale.metric_scale import ScaleReport
 
 
 @dataclass(frozen=True)
@@ -100,45 +98,18 @@ class RawFrame:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Tunable behaviour of the pipeline (mirrors the node's parameters)."""
+    """Tunable behaviour of the pipeline: the settings of the same names (checked in the
+    settings table; ``core/settings.py`` builds it)."""
 
     fit: str = "crop"
     output_resolution: str = "model"
     relative_depth_scale: float = 1.0
     max_depth: float = 0.0  # 0 = no limit
     points_min_confidence: float = 0.1  # 0 = keep all; see core.confidence
-    points_stride: int = 2  # defaults: the node's (core.parameters; test_settings checks)
+    points_stride: int = 2  # defaults: the table's (test_settings checks)
     points_organized: bool = False
     fallback_hfov_deg: float = 60.0
     depth_scale_source: str = "none"  # relative models: none, fixed, ground_plane, reference_depth
     input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
     host_threads: int = 0  # threads for the host work around inference; 0 = auto (host_threads)
     points_voxel_size: float = 0.0  # m; one point (the nearest) per cube; 0 = off
-
-    def problem(self, syntax: Syntax = NODE) -> str | None:
-        """Why this configuration is impossible, or None (settings named in ``syntax``)."""
-        n = syntax.name
-        if self.fit not in FIT_MODES:
-            return f"{n('fit')} '{self.fit}' is unknown; allowed: {', '.join(FIT_MODES)}"
-        if self.output_resolution not in OUTPUT_RESOLUTIONS:
-            return (f"{n('output_resolution')} '{self.output_resolution}' is unknown; allowed: "
-                    f"{', '.join(OUTPUT_RESOLUTIONS)}")
-        if not (self.relative_depth_scale > 0 and math.isfinite(self.relative_depth_scale)):
-            return f"{n('relative_depth_scale')} must be > 0, got {self.relative_depth_scale}"
-        if not self.max_depth >= 0:
-            return f"{n('max_depth')} must be >= 0 (0 = no limit), got {self.max_depth}"
-        if self.host_threads < 0:
-            return f"{n('host_threads')} must be >= 0 (0 = auto), got {self.host_threads}"
-        if not self.points_voxel_size >= 0:
-            return f"{n('points_voxel_size')} must be >= 0 (0 = off), got {self.points_voxel_size}"
-        if self.points_stride < 1:
-            return f"{n('points_stride')} must be >= 1, got {self.points_stride}"
-        if not 0.0 <= self.points_min_confidence <= 1.0:
-            return (f"{n('points_min_confidence')} must be in [0, 1], "
-                    f"got {self.points_min_confidence}")
-        if self.depth_scale_source not in SCALE_SOURCES:
-            return (f"{n('depth_scale_source')} '{self.depth_scale_source}' is unknown; "
-                    f"allowed: {', '.join(SCALE_SOURCES)}")
-        if not 1.0 <= self.fallback_hfov_deg <= 179.0:
-            return f"{n('fallback_hfov_deg')} must be in [1, 179], got {self.fallback_hfov_deg}"
-        return None

@@ -13,19 +13,21 @@ import numpy as np
 from . import postprocess as post
 from .geometry.camera_model import CameraModel, as_camera_model
 from .confidence import PROBABILITY, QUANTILE, confident_pixels
-from .depth_model import DepthOptions
 from .scheduling.host_threads import HostThreads, resolve_host_threads
 from .geometry.fit import FitPlan, Interp, make_fit_plan
 from .geometry.intrinsics import Intrinsics
 from .scale.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleReport,
                                  fixed_scale_report, relative_output_problem,
                                  scale_is_estimated, withholds_depth)
-from .models import CONFIDENCE_KIND, MODEL_TYPES, ModelSpec
+from .models import CONFIDENCE_KIND, ModelSpec
 from .model_detection import detect_model_spec
 from .geometry.pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
 from .geometry.rectify import Rectifier
 from .backends.runner import Runner, check_model_file, open_runner
+from .backends.runner_base import Log
+from .settings import backend_config, depth_options, pipeline_config
+from .settings_table import Settings
 from .timing import StageTimer
 from .frame_data import PipelineConfig, Products, RawFrame, Request
 
@@ -35,9 +37,6 @@ class DensePipeline:
 
     def __init__(self, runner: Runner, spec: ModelSpec, config: PipelineConfig = PipelineConfig(),
                  timer: StageTimer | None = None, host_threads: HostThreads | None = None) -> None:
-        problem = config.problem()
-        if problem:
-            raise ValueError(problem)
         if not spec.metric_depth and config.depth_scale_source == "none" and config.max_depth > 0:
             raise ValueError(relative_output_problem(False, "none", config.max_depth, "32FC1"))
         self.runner = runner
@@ -337,35 +336,20 @@ def camera_problem(camera: CameraModel | None, width: int, height: int) -> str |
     return None if problem is None else f"CameraInfo unusable ({problem})"
 
 
-def load_pipeline(model_path: str, model_type: str = "auto", backend: str = "auto",
-                  num_threads: int = -1, config: PipelineConfig = PipelineConfig(),
-                  log=print, gpu_precision: str = "fp16", warn=None,
-                  cpu_precision: str = "auto", gpu_timeout: float | None = None,
-                  gpu_max_restarts: int | None = None,
-                  npu_options: dict | None = None,
-                  depth: DepthOptions | None = None) -> DensePipeline:
-    """Check the configuration, load the model, detect its kind and build the pipeline
-    (``gpu_timeout``, ``gpu_max_restarts``, ``npu_options``: see
-    :func:`~.runner.open_runner`; ``depth``: how to read a ``model_type`` 'depth' file).
+def load_pipeline(model_path: str, settings: Settings = Settings(), *, log: Log = print,
+                  warn: Log | None = None) -> DensePipeline:
+    """Load ``model_path`` as ``settings`` say (model kind, backend and its options, depth model
+    options, pipeline settings), detect its kind and build the pipeline: the one call of both
+    front ends. ``warn`` logs warnings (default: ``log``).
 
-    Raises ValueError (bad configuration), ModelLoadError (file or backend) or
-    ModelSignatureError (unsupported model), each with a message that says how to fix it.
+    Raises ModelLoadError (file or backend) or ModelSignatureError (unsupported model), each
+    with a message that says how to fix it.
     """
-    problem = config.problem()
-    if problem:
-        raise ValueError(problem)
-    if model_type not in MODEL_TYPES:
-        raise ValueError(f"model_type '{model_type}' is unknown; allowed: {', '.join(MODEL_TYPES)}")
-    problem = (depth or DepthOptions()).problem()
-    if problem:
-        raise ValueError(problem)
+    depth = depth_options(settings)
     # The signature is read from the file itself, so a wrong model fails before any loading.
     signature = check_model_file(model_path)
-    spec = detect_model_spec(signature.input_shapes, signature.output_shapes, model_type,
-                             source=f"model file '{model_path}'",
+    spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
+                             settings.model_type, source=f"model file '{model_path}'",
                              output_names=signature.output_names, depth=depth)
-    runner = open_runner(model_path, backend, num_threads, log=log, warmup=True,
-                         gpu_precision=gpu_precision, warn=warn, cpu_precision=cpu_precision,
-                         gpu_timeout=gpu_timeout, gpu_max_restarts=gpu_max_restarts,
-                         npu_options=npu_options)
-    return DensePipeline(runner, spec, config)
+    runner = open_runner(model_path, backend_config(settings), log=log, warn=warn, warmup=True)
+    return DensePipeline(runner, spec, pipeline_config(settings))

@@ -1,78 +1,134 @@
-"""From setting values to the pipeline's and the scale's configuration: one function each, used
-by the node (its parameter values) and by ``dense-perception process`` (its flags' values), so
-the two front ends cannot map a setting differently.
+"""From the checked :class:`~.settings_table.Settings` to the configuration of each part that
+uses them (pipeline, metric scale, backend, depth model, compressed topics), and the rules
+between settings. The node and ``dense-perception process`` both go through here, so the two
+front ends cannot map a setting differently.
 
-``values`` is ``{setting name: value}`` with the names of the settings table
-(:data:`.parameters.PARAMS`).
+Each value was checked against its row when the Settings was made; only rules that join
+several settings (and the model) live here.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any, Callable
+from dataclasses import fields, replace
+from typing import Any, Mapping
 
+from .backends.runner import BackendConfig
 from .compressed import CompressionConfig
 from .depth_model import DepthOptions
-from .scale.metric_scale import ScaleConfig
-from .parameters import PARAMS_BY_NAME
 from .frame_data import PipelineConfig
-from .pipeline import DensePipeline, load_pipeline
+from .products import OutputGroup
+from .scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
+from .setting_names import NODE, Syntax
+from .settings_table import PARAMS_BY_NAME, Settings, camera_names
 
-# The PipelineConfig / ScaleConfig field each setting fills (a field of the same name unless
-# listed here); test_settings checks that every field has a setting.
+# The ScaleConfig field each setting fills (PipelineConfig's and DepthOptions' fields are named
+# after their settings); test_settings checks that every field has a setting.
 SCALE_FIELDS = {"source": "depth_scale_source", "fixed_scale": "relative_depth_scale",
                 "camera_height": "camera_height", "time_constant": "depth_scale_time_constant",
                 "max_age": "depth_scale_max_age", "max_tilt_deg": "ground_max_tilt_deg",
                 "min_inlier_ratio": "depth_scale_min_inliers"}
 
 
-def defaults() -> dict[str, Any]:
-    """Every setting at its default."""
-    return {name: spec.default for name, spec in PARAMS_BY_NAME.items()}
+# ---- the configuration of each part ---------------------------------------------------------
+def pipeline_config(settings: Settings) -> PipelineConfig:
+    """The pipeline's settings."""
+    return PipelineConfig(**{f.name: getattr(settings, f.name) for f in fields(PipelineConfig)})
 
 
-def pipeline_config(values: dict[str, Any], **overrides: Any) -> PipelineConfig:
-    """The pipeline settings among ``values`` (``overrides``: fields set by the caller itself,
-    e.g. one host thread for a one-CPU fleet worker)."""
-    chosen = {f.name: values[f.name] for f in fields(PipelineConfig)}
-    return PipelineConfig(**{**chosen, **overrides})
+def scale_config(settings: Settings, per_frame: bool = False,
+                 camera_height: float | None = None) -> ScaleConfig:
+    """The metric-scale settings (relative-depth models); ``per_frame``: unrelated photos, each
+    scaled on its own (offline image inputs); ``camera_height``: one camera's own height
+    (several cameras: :func:`camera_heights`)."""
+    config = ScaleConfig(**{f: getattr(settings, name) for f, name in SCALE_FIELDS.items()},
+                         per_frame=per_frame)
+    return config if camera_height is None else replace(config, camera_height=camera_height)
 
 
-def compression_config(values: dict[str, Any]) -> CompressionConfig:
-    """The compressed topics' encoder settings among ``values``."""
-    return CompressionConfig(depth_max=values["compressed_depth_max"],
-                             depth_quantization=values["compressed_depth_quantization"],
-                             png_level=values["png_level"], jpeg_quality=values["jpeg_quality"])
+def backend_config(settings: Settings) -> BackendConfig:
+    """Where and how the model runs (backend, threads, precisions, GPU worker, NPU plugin)."""
+    return BackendConfig(settings.backend, settings.num_threads, settings.gpu_precision,
+                         settings.cpu_precision, settings.gpu_timeout, settings.gpu_max_restarts,
+                         npu={"vendor": settings.npu_vendor, "device": settings.openvino_device,
+                              "cache_dir": settings.npu_cache_dir,
+                              "library_dir": settings.npu_library_dir})
 
 
-def scale_config(values: dict[str, Any], per_frame: bool = False) -> ScaleConfig:
-    """The metric-scale settings (DA3) among ``values``; ``per_frame``: unrelated photos, each
-    scaled on its own (offline image inputs)."""
-    return ScaleConfig(**{f: values[name] for f, name in SCALE_FIELDS.items()},
-                       per_frame=per_frame)
+def depth_options(settings: Settings) -> DepthOptions:
+    """How to read a ``model_type`` 'depth' file."""
+    return DepthOptions(**{f.name: getattr(settings, f.name) for f in fields(DepthOptions)})
 
 
-def depth_options(values: dict[str, Any]) -> DepthOptions:
-    """How to read a ``model_type`` 'depth' file, from ``values``."""
-    return DepthOptions.from_values(values)
+def compression_config(settings: Settings) -> CompressionConfig:
+    """The compressed topics' encoder settings."""
+    return CompressionConfig(depth_max=settings.compressed_depth_max,
+                             depth_quantization=settings.compressed_depth_quantization,
+                             png_level=settings.png_level, jpeg_quality=settings.jpeg_quality)
 
 
-def npu_options(values: dict[str, Any]) -> dict[str, Any]:
-    """The NPU keyword arguments of ``open_runner`` (``npu_options``) among ``values``."""
-    return {"vendor": values["npu_vendor"], "device": values["openvino_device"],
-            "cache_dir": values["npu_cache_dir"], "library_dir": values["npu_library_dir"]}
+# ---- rules between settings -------------------------------------------------------------------
+def estimates_scale(settings: Settings, metric_depth: bool) -> bool:
+    """Whether a frame's scale is estimated for this model (``metric_scale.scale_is_estimated``
+    on these settings)."""
+    return scale_is_estimated(metric_depth, settings.depth_scale_source)
 
 
-def pipeline_for(model_path: str, values: dict[str, Any], config: PipelineConfig | None = None,
-                 log: Callable[[str], None] = print,
-                 warn: Callable[[str], None] | None = None) -> DensePipeline:
-    """The loaded pipeline that ``values`` describe (model kind, backend, threads, precisions,
-    GPU and NPU options, depth model options): the one call of both front ends. ``config``:
-    the pipeline settings with a front end's own overrides (default: from ``values``)."""
-    return load_pipeline(model_path, values["model_type"], values["backend"],
-                         values["num_threads"], config or pipeline_config(values), log=log,
-                         warn=warn, gpu_precision=values["gpu_precision"],
-                         cpu_precision=values["cpu_precision"],
-                         gpu_timeout=values["gpu_timeout"],
-                         gpu_max_restarts=values["gpu_max_restarts"],
-                         npu_options=npu_options(values), depth=depth_options(values))
+def per_camera_heights(settings: Settings) -> bool:
+    """Whether ``camera_heights`` is set (then ``camera_height`` is not used)."""
+    return bool(settings.camera_heights) and list(settings.camera_heights) != [0.0]
+
+
+def camera_heights(settings: Settings) -> list[float]:
+    """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
+    camera of ``cameras`` (one for the single default camera)."""
+    if not per_camera_heights(settings):
+        return [settings.camera_height] * max(1, len(camera_names(settings.cameras)))
+    return list(settings.camera_heights)
+
+
+def camera_heights_problem(settings: Settings) -> str | None:
+    """Why ``camera_heights`` does not give one height per camera (None: it does)."""
+    count = len(camera_names(settings.cameras))
+    heights = camera_heights(settings)
+    if len(heights) != max(1, count):
+        return (f"camera_heights has {len(heights)} values for {count or 1} "
+                f"camera{'s' if count != 1 else ''}; give one per camera, in the order of "
+                "cameras (or [] to use camera_height for all)")
+    return None
+
+
+def ignored_camera_height(settings: Settings, changes: Mapping[str, Any]) -> str | None:
+    """Why changing ``camera_height`` would be ignored (None: it would not): while
+    ``camera_heights`` is set each camera uses its own entry, so the change is refused."""
+    new = changes.get("camera_height", settings.camera_height)
+    heights = changes.get("camera_heights", settings.camera_heights)
+    if new == settings.camera_height or not heights or list(heights) == [0.0]:
+        return None  # not changed, or used
+    return (f"camera_height is not used while camera_heights is set "
+            f"({list(heights)}): set camera_heights (one height per camera, "
+            "in the order of cameras) instead, or set camera_heights to [0.0] with it to use "
+            "camera_height for every camera")
+
+
+def depth_units_problem(settings: Settings, metric_depth: bool,
+                        syntax: Syntax = NODE) -> str | None:
+    """Why these settings would pass relative depth off as metres, or cannot find a scale
+    (ground_plane without each camera's height), or None."""
+    if estimates_scale(settings, metric_depth):
+        for height in camera_heights(settings):
+            problem = scale_config(settings, camera_height=height).problem(syntax)
+            if problem:
+                return problem
+    return relative_output_problem(metric_depth, settings.depth_scale_source,
+                                   settings.max_depth, settings.depth_encoding, syntax)
+
+
+def publishes(settings: Settings, group: OutputGroup) -> bool:
+    """Whether ``group``'s ``publish_*`` switch is on."""
+    return bool(getattr(settings, group.switch))
+
+
+def default_confidence(points_min_confidence: float) -> bool:
+    """Whether ``points_min_confidence`` is the table's default (not a user's request), so
+    a model without confidence has nothing to filter rather than a request it cannot meet."""
+    return points_min_confidence == PARAMS_BY_NAME["points_min_confidence"].default

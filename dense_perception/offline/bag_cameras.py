@@ -10,13 +10,13 @@ never another camera's calibration.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..core.timing import StageTimer
 from .console import CliError
 from .loop import Copy, Frame
+from .process_options import ProcessOptions
 
 
 @dataclass
@@ -34,21 +34,21 @@ class BagCamera:
     scaler: Any = None
 
 
-def bag_cameras(bag: Any, args: argparse.Namespace, keys: list[str]) -> list[BagCamera]:
+def bag_cameras(bag: Any, options: ProcessOptions, keys: list[str]) -> list[BagCamera]:
     """The bag's cameras to process: one per ``--topic`` (the only image topic without one),
     each paired with its CameraInfo topic (``--camera-info-topic``, one per ``--topic`` in the
     same order, else ``camera_info`` beside the image topic)."""
     from . import bagio
-    topics = args.topic or [None]
-    info_topics = args.camera_info_topic or [None] * len(topics)
+    topics = list(options.topics) or [None]
+    info_topics = list(options.camera_info_topics) or [None] * len(topics)
     if len(info_topics) != len(topics):
         raise CliError(f"--camera-info-topic: give one per --topic, in the same order "
                        f"({len(topics)} --topic, {len(info_topics)} --camera-info-topic), or "
                        "none to use camera_info beside each image topic")
     if len(topics) > 1:
-        given = [o for o, v in (("--out-namespace", args.out_namespace),
-                                ("--reference-depth-topic",
-                                 getattr(args, "reference_depth_topic", None))) if v]
+        given = [o for o, v in (("--out-namespace", options.out_namespace),
+                                ("--reference-depth-topic", options.reference_depth_topic))
+                 if v]
         if given:
             raise CliError(f"{given[0]} names one camera's topic; with several --topic each "
                            "camera writes its outputs beside its own image topic")
@@ -59,7 +59,7 @@ def bag_cameras(bag: Any, args: argparse.Namespace, keys: list[str]) -> list[Bag
         image_conns = bag.image_connections(topic)
         image_topic = image_conns[0].topic
         info_conns, info_note = bag.camera_info_connections(info_topic, image_topic)
-        namespace = args.out_namespace if args.out_namespace is not None \
+        namespace = options.out_namespace if options.out_namespace is not None \
             else bagio.namespace_of(image_topic)
         out_topics = {k: v for k, v in bagio.output_topic_names(namespace).items() if k in keys}
         cameras.append(BagCamera(image_topic, image_conns, info_conns, info_note, namespace,

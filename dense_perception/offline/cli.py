@@ -3,9 +3,10 @@
     dense-perception process INPUT [INPUT ...] --model M [--out OUT] [options]
     dense-perception info M
 
-The command line only: ``process`` (one input) is in ``process.py`` with its frame loop in
-``loop.py``, many inputs (in this process or on Ray workers) in ``fleet.py``, ``info`` in
-``info.py``.
+The command line only: ``process`` makes the run's settings (``settings_args.py``), the
+command's own options (``process_options.py``) and the model session (``process.py``, its frame
+loop in ``loop.py``) once, here, and hands them down: one input to the session, many inputs (in
+this process or on Ray workers) to ``fleet.py``. ``info`` is in ``info.py``.
 
 Exit status: 0 done, 2 error (one line on stderr says why; many inputs: any input failed),
 130 interrupted by Ctrl-C (the output is closed and valid, holding the frames done so far).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
@@ -23,11 +25,12 @@ from ..core.models import MODEL_TYPES, ModelSignatureError
 from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
-from .fleet import is_fleet, run_fleet
+from .fleet import first_kind, fleet_inputs, run_fleet
 from .inputs import BAG_COMPRESSED
-from .process import COPY_MODES, process_one
+from .process import COPY_MODES, ModelSession, default_out, input_kind
+from .process_options import ProcessOptions
 from .scale_options import ScaleOptionError, add_scale_arguments
-from .settings_args import add_setting_arguments
+from .settings_args import add_setting_arguments, settings_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,20 +132,29 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_process(args: argparse.Namespace,
                 after_frame: Callable[[int], None] | None = None,
                 watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """``process``: one input (``process.process_one``), or many (``fleet.run_fleet``) when
-    given several, a glob, a list or a Ray option. The choice is made here, so ``fleet``
-    uses ``process`` and ``process`` never imports ``fleet``."""
+    """``process``: the run's options and settings, each made and checked once, and the model
+    session; then one input (``ModelSession.process_input``), or many (``fleet.run_fleet``)
+    when given several, a glob, a list or a Ray option. Nothing below sees ``args``."""
     from .bagio import BagError
     from .fileio import InputError
     try:
-        fleet = is_fleet(args)
-        if not args.input and args.inputs_from is None:
-            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
-        if fleet:
-            return run_fleet(args, watch)
+        options = ProcessOptions.from_args(args)
+        if options.many:
+            paths = fleet_inputs(options.inputs, options.inputs_from, options.out)
+        else:
+            paths = [Path(options.inputs[0])]
+        settings = settings_from_args(args)
+        # The scale settings are checked for the first input's kind (many inputs: an input of
+        # another kind they do not suit fails alone).
+        kind = first_kind if options.many else input_kind
+        session = ModelSession(settings, options, scale_check_kind=lambda: kind(paths[0]))
+        if options.many:
+            return run_fleet(session, paths, watch)
+        out_path = Path(options.out) if options.out else default_out(paths[0])
+        code, _ = session.process_input(paths[0], out_path, after_frame=after_frame)
+        return code
     except (BagError, InputError) as exc:
         raise CliError(str(exc)) from None
-    return process_one(args, after_frame=after_frame)
 
 
 def main(argv: list[str] | None = None, *,

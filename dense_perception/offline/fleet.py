@@ -18,12 +18,12 @@ The exit status is 2 when any input failed, 130 after Ctrl-C.
 
 Without ``--ray`` the inputs run one after another in this process with one loaded model; with
 ``--ray`` (``fleet_ray``) Ray actors each load the model once and call the same
-:func:`run_one` per input. Either way every frame goes through ``process.process_input``.
+:func:`run_one` per input. Either way every frame goes through
+``ModelSession.process_input`` (``process``).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
 import hashlib
@@ -43,34 +43,21 @@ from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, int
 from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,
                          run_one, with_attempt)
 from .process import ModelSession, input_kind
-from .settings_args import dest
-from ..core.parameters import PARAMS
+from .process_options import GLOB, ProcessOptions
+from ..core.settings_table import PARAMS, Settings
 
 FLEET_JSON, FLEET_CSV = "fleet_summary.json", "fleet_summary.csv"
 CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "seconds",
                "retries", "worker", "error")
-# The command's own options that change what an output holds (the settings' are taken from
-# the table: :func:`output_options`); a finished output made with other values is redone.
-COMMAND_OUTPUT_OPTIONS = ("outputs", "max_frames", "topic", "camera_info_topic",
-                          "out_namespace", "bag_format", "copy", "reference_depth_topic",
-                          "compressed", "camera_info_yaml")
-_GLOB = re.compile(r"[*?[]")
+# The settings in the reuse key: every offline setting of the table marked affects_output
+# (a finished output made with other values is redone), but the model's path: the model file
+# is in the key by its SHA-256. The command's own options: ProcessOptions.output_values.
+OUTPUT_SETTINGS = frozenset(spec.name for spec in PARAMS if spec.offline and spec.affects_output
+                            and spec.name != "model_path")
 HASH_DIGITS = 12  # of an output name's path hash: 10,000 inputs collide with odds ~2e-7
 # The temporary folders of run_one: this version's (.partial-<run>-<attempt>, .old-...) and
 # older versions' (.partial, .old).
 _LEFTOVER = re.compile(r"\..+\.(?:partial|old)(?:-(?P<run>[0-9a-f]+)-\d+)?")
-
-
-def is_fleet(args: argparse.Namespace) -> bool:
-    """Many-input mode: several inputs, a glob, a list, or a Ray option. One plain input keeps
-    the one-input behaviour (its output at --out, no fleet summary)."""
-    if args.ray and Path(args.ray).exists():  # '--ray bags/a.mcap ...': an input, not an address
-        args.input.insert(0, args.ray)
-        args.ray = ""
-    return (len(args.input) != 1 or args.inputs_from is not None or args.ray is not None
-            or bool(args.workers)
-            or any(i.startswith("@") or (_GLOB.search(i) and not Path(i).exists())
-                   for i in args.input))
 
 
 # ---- inputs and their outputs ---------------------------------------------------------------
@@ -84,7 +71,7 @@ def expand_inputs(items: list[str], inputs_from: str | None = None) -> list[Path
             add_list(Path(item[1:]))
             return
         path = Path(item) if base is None or Path(item).is_absolute() else base / item
-        if not path.exists() and _GLOB.search(item):
+        if not path.exists() and GLOB.search(item):
             matches = sorted(glob.glob(str(path), recursive=True))
             if not matches:
                 raise CliError(f"'{item}' matches no file")
@@ -114,12 +101,28 @@ def expand_inputs(items: list[str], inputs_from: str | None = None) -> list[Path
     return list(unique.values())
 
 
-def output_options() -> tuple[str, ...]:
-    """The argparse names of every option in the reuse key: each offline setting of the table
-    marked ``affects_output`` (the model file is in the key by its SHA-256 instead of its
-    path) and :data:`COMMAND_OUTPUT_OPTIONS`."""
-    return tuple(dest(spec) for spec in PARAMS if spec.offline and spec.affects_output
-                 and spec.name != "model_path") + COMMAND_OUTPUT_OPTIONS
+def fleet_inputs(items: list[str] | tuple[str, ...], inputs_from: str | None,
+                 out: str) -> list[Path]:
+    """The inputs of a many-input run (:func:`expand_inputs`) but those inside ``out`` (--out),
+    checked: CliError when none is left or ``out`` is a file."""
+    out_dir = Path(out)
+    # 'data/*' --out data/dense: the outputs are not inputs
+    paths = [p for p in expand_inputs(list(items), inputs_from)
+             if not p.resolve().is_relative_to(out_dir.resolve())]
+    if not paths:
+        raise CliError(f"no input outside --out '{out_dir}'")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
+    return paths
+
+
+def first_kind(path: Path) -> str:
+    """The kind of a run's first input (``process.input_kind``), for the session's scale
+    check; a missing or unreadable one counts as a bag (it fails alone, later)."""
+    try:
+        return input_kind(path)
+    except Exception:  # noqa: BLE001 - a missing first input fails alone, later
+        return "bag"
 
 
 def output_name(path: Path) -> str:
@@ -194,23 +197,27 @@ def remove_leftovers(out_dir: Path, run: str) -> list[str]:
     return removed
 
 
-def job_key(args: argparse.Namespace, model_path: str, groups: list[str]) -> dict[str, Any]:
-    """What a finished output must have been made with to be skipped (``groups``: the
-    --outputs groups as parsed, so 'seg,depth' and 'depth,seg' are one job)."""
+def job_key(settings: Settings, options: ProcessOptions, model_path: str,
+            groups: list[str]) -> dict[str, Any]:
+    """What a finished output must have been made with to be skipped: the model file's
+    SHA-256, the settings and the command's options that change outputs (``groups``: the
+    --outputs groups as parsed, so 'seg,depth' and 'depth,seg' are one job), and the
+    calibration file's SHA-256."""
     digest = hashlib.sha256()
     with open(model_path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     key = {"model_sha256": digest.hexdigest(),
-           "options": {name: groups if name == "outputs" else getattr(args, name)
-                       for name in output_options()}}
-    if getattr(args, "camera_info_yaml", None):  # a recalibration under the same name counts
+           "options": {**{name: value for name, value in settings.values().items()
+                          if name in OUTPUT_SETTINGS},
+                       **options.output_values(), "outputs": groups}}
+    if options.camera_info_yaml:  # a recalibration under the same name counts
         key["camera_info_sha256"] = hashlib.sha256(
-            Path(args.camera_info_yaml).read_bytes()).hexdigest()
+            Path(options.camera_info_yaml).read_bytes()).hexdigest()
     return key
 
 
-def frame_count(path: Path, args: argparse.Namespace) -> int:
+def frame_count(path: Path, options: ProcessOptions) -> int:
     """Frames an input should give, for the progress bar (0 when not known cheaply)."""
     from . import bagio, fileio
     try:
@@ -218,7 +225,7 @@ def frame_count(path: Path, args: argparse.Namespace) -> int:
         if kind == "bag":
             bag = bagio.BagInput(path)
             try:
-                count = sum(int(c.msgcount) for topic in (args.topic or [None])
+                count = sum(int(c.msgcount) for topic in (options.topics or (None,))
                             for c in bag.image_connections(topic))
             finally:
                 bag.close()
@@ -228,34 +235,18 @@ def frame_count(path: Path, args: argparse.Namespace) -> int:
             count = 1 if kind == "image" else 0
     except Exception:  # noqa: BLE001 - a damaged input is reported when it is processed
         return 0
-    return min(count, args.max_frames) if args.max_frames else count
+    return min(count, options.max_frames) if options.max_frames else count
 
 
 # ---- the run ----------------------------------------------------------------------------------
-def run_fleet(args: argparse.Namespace,
+def run_fleet(session: ModelSession, paths: list[Path],
               watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """``process`` over many inputs: returns the exit status (see the module docstring)."""
+    """``process`` over many inputs (``paths``: :func:`fleet_inputs`) with the session cli.py
+    made: returns the exit status (see the module docstring)."""
     from tqdm import tqdm
-    if not args.out:
-        raise CliError("many inputs need --out DIR: the folder for one output per input and "
-                       "the fleet summary")
-    if args.ray is None and (args.workers > 1 or args.threads_per_worker != 1):
-        raise CliError("--workers and --threads-per-worker need --ray (without it the inputs "
-                       "run one after another in this process)")
-    if args.workers < 0 or args.threads_per_worker < 1:
-        raise CliError("--workers must be >= 0 and --threads-per-worker >= 1")
-    out_dir = Path(args.out)
-    # 'data/*' --out data/dense: the outputs are not inputs
-    paths = [p for p in expand_inputs(args.input, args.inputs_from)
-             if not p.resolve().is_relative_to(out_dir.resolve())]
-    if not paths:
-        raise CliError(f"no input outside --out '{out_dir}'")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
-    # The model and options are checked once, before any input (the scale options for the
-    # first input's kind; an input of another kind they do not suit fails alone).
-    session = ModelSession(args, scale_check_kind=lambda: _kind_or_bag(paths[0]))
-    key = job_key(args, session.model_path, session.groups)
+    options = session.options
+    out_dir = Path(options.out)
+    key = job_key(session.settings, options, session.model_path, session.groups)
     out_dir.mkdir(parents=True, exist_ok=True)
     run = uuid.uuid4().hex[:12]  # names this run's temporary folders and finished summaries
     removed = remove_leftovers(out_dir, run)
@@ -265,33 +256,34 @@ def run_fleet(args: argparse.Namespace,
     rows: dict[int, dict[str, Any]] = {}
     jobs: list[dict[str, Any]] = []
     for job in make_jobs(paths, out_dir, key, run):
-        done = None if args.force else finished_summary(Path(job["final"]), job["key"])
+        done = None if options.force else finished_summary(Path(job["final"]), job["key"])
         if done is not None:
             rows[job["index"]] = {**job_row(job, "skipped"), **frame_counts(done),
                                   "seconds": 0.0}
         else:
-            job["frames"] = frame_count(Path(job["input"]), args)
+            job["frames"] = frame_count(Path(job["input"]), options)
             jobs.append(job)
     for index in sorted(rows):
         say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
             f"complete (--force redoes it)")
-    where = "Ray" if args.ray is not None else "this process"
+    where = "Ray" if options.ray is not None else "this process"
     say(f"{PROG}: {len(paths)} inputs, {len(jobs)} to do on {where} -> {out_dir}")
 
     bar = tqdm(total=sum(j["frames"] for j in jobs), unit="frame", dynamic_ncols=True,
                disable=not interactive(), file=sys.stderr, smoothing=0.1)
     started = time.monotonic()
     interrupted = False
-    meta: dict[str, Any] = {"ray": None, "workers": 1, "threads_per_worker": args.threads}
+    meta: dict[str, Any] = {"ray": None, "workers": 1,
+                            "threads_per_worker": session.settings.num_threads}
 
     def finished(row: dict[str, Any], index: int) -> None:
         rows[index] = row
         say(_row_line(row, len(rows), len(paths)))
 
     try:
-        if args.ray is not None and jobs:
+        if options.ray is not None and jobs:
             from .fleet_ray import run_on_ray
-            meta = run_on_ray(args, jobs, bar.update, finished, watch)
+            meta = run_on_ray(session.settings, options, jobs, bar.update, finished, watch)
         else:
             for job in jobs:
                 row = run_one(session, job, bar.update)
@@ -335,13 +327,6 @@ def _row_of_unreported(job: dict[str, Any]) -> dict[str, Any]:
     if summary is not None:
         row.update(frame_counts(summary), status="done", seconds=summary.get("seconds"))
     return row
-
-
-def _kind_or_bag(path: Path) -> str:
-    try:
-        return input_kind(path)
-    except Exception:  # noqa: BLE001 - a missing first input fails alone, later
-        return "bag"
 
 
 def _row_line(row: dict[str, Any], n: int, total: int) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .console import EXIT_INTERRUPTED, EXIT_OK, describe
-from .process import ModelSession, process_input
+from .process import ModelSession
 
 
 def with_attempt(job: dict[str, Any], attempt: int) -> dict[str, Any]:
@@ -67,10 +67,10 @@ def run_one(session: ModelSession, job: dict[str, Any],
     row = job_row(job, "failed", worker=f"{socket.gethostname()}:{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)  # this attempt's own folder: never another's
     try:
-        code, summary = process_input(session, Path(job["input"]), partial, progress=progress,
-                                      quiet=True, final_out=final,
-                                      extra_summary={"fleet_job": job["key"],
-                                                     "fleet_run": job["run"]})
+        code, summary = session.process_input(Path(job["input"]), partial, progress=progress,
+                                              quiet=True, final_out=final,
+                                              extra_summary={"fleet_job": job["key"],
+                                                             "fleet_run": job["run"]})
     except Exception as exc:  # noqa: BLE001 - a bad input fails alone
         row["error"] = describe(exc)
     else:

@@ -12,8 +12,9 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   T = 1 a worker runs each frame's stages one after another (the in-process path overlaps
   inference with finishing and writing on a second thread, which would take a second core);
   with T >= 2 it overlaps them.
-- Each actor builds a ``ModelSession`` (model loaded once) and runs ``fleet_jobs.run_one`` for whole
-  inputs, the in-process path's function, so outputs are the same message for message.
+- Each actor gets the run's settings and options (frozen dataclasses, pickled), builds a
+  ``ModelSession`` (model loaded once) and runs ``fleet_jobs.run_one`` for whole inputs, the
+  in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
   of memory, node lost) is restarted by Ray (``max_restarts``) and the input is retried once,
   on whichever actor is free; the row records ``retries``. The retry writes its own
@@ -25,7 +26,6 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import time
@@ -35,6 +35,8 @@ from typing import Any, Callable
 
 from .console import CliError, warn
 from .fleet_jobs import job_row, with_attempt
+from .process_options import ProcessOptions
+from ..core.settings_table import Settings
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 
@@ -47,11 +49,10 @@ def _worker_class(ray: Any) -> Any:
         """Loads the model once; processes whole inputs; answers progress queries meanwhile
         (max_concurrency=2: ``state`` runs while ``process`` does)."""
 
-        def __init__(self, options: dict[str, Any]) -> None:
+        def __init__(self, settings: Settings, options: ProcessOptions) -> None:
             from dense_perception.offline.process import ModelSession
             # One CPU granted: no overlap thread, so N workers x 1 thread really use N cores.
-            self.session = ModelSession(argparse.Namespace(**options),
-                                        overlap=options["threads"] > 1)
+            self.session = ModelSession(settings, options, overlap=settings.num_threads > 1)
             self.session.pipeline()
             self.frames = 0
 
@@ -107,7 +108,7 @@ def size_workers(ray: Any, workers: int, threads: int, jobs: int) -> int:
     return max(1, min(n, jobs))
 
 
-def run_on_ray(args: argparse.Namespace, jobs: list[dict[str, Any]],
+def run_on_ray(settings: Settings, options: ProcessOptions, jobs: list[dict[str, Any]],
                progress: Callable[[int], None],
                finished: Callable[[dict[str, Any], int], None],
                watch: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -119,21 +120,21 @@ def run_on_ray(args: argparse.Namespace, jobs: list[dict[str, Any]],
     except ImportError:
         raise CliError("--ray needs Ray: pip install -r requirements-fleet.txt (or "
                        "pip install '.[fleet]')") from None
-    owned = _connect(ray, args.ray, args.verbose)
+    owned = _connect(ray, options.ray, options.verbose)
     actors: list[Any] = []
     try:
-        threads = args.threads_per_worker
-        n = size_workers(ray, args.workers, threads, len(jobs)) if jobs else 0
-        options = {k: v for k, v in vars(args).items() if k != "func"}
-        options["threads"] = threads
+        threads = options.threads_per_worker
+        n = size_workers(ray, options.workers, threads, len(jobs)) if jobs else 0
+        # A worker's LiteRT threads are the CPUs Ray grants it (--threads-per-worker).
+        worker_settings = settings.changed({"num_threads": threads})
         worker = _worker_class(ray).options(num_cpus=threads)
         started = time.monotonic()
-        actors = [worker.remote(options) for _ in range(n)]
+        actors = [worker.remote(worker_settings, options) for _ in range(n)]
         try:  # every actor has loaded the model (a model that cannot load fails here, once)
             ray.get([a.state.remote() for a in actors])
         except RayActorError as exc:
             raise CliError(f"the Ray workers could not start: {_cause(exc)}") from None
-        meta = {"ray": args.ray or "local", "workers": n, "threads_per_worker": threads,
+        meta = {"ray": options.ray or "local", "workers": n, "threads_per_worker": threads,
                 "cluster_cpus": int(ray.cluster_resources().get("CPU", 0)),
                 "workers_ready_seconds": round(time.monotonic() - started, 3)}
         queue = deque(sorted(jobs, key=lambda j: -j["frames"]))  # longest first

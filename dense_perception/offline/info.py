@@ -10,8 +10,8 @@ from typing import Any
 from ..core.models import ModelSignatureError, format_signature
 from ..core.model_detection import detect_model_spec
 from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
-from ..core.backends.runner import (ModelLoadError, check_model_file, litert_version, open_runner,
-                           resolve_model_path)
+from ..core.backends.runner import (BackendConfig, ModelLoadError, check_model_file,
+                                    litert_version, open_runner, resolve_model_path)
 from .console import EXIT_OK, CliError
 
 
@@ -26,7 +26,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     spec_error = None
     try:
         spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
-                                 getattr(args, "model_type", "auto"),
+                                 args.model_type,
                                  source=f"model file '{path}'",
                                  output_names=signature.output_names)
     except ModelSignatureError as exc:
@@ -60,7 +60,8 @@ def _time_backend(path: str, backend: str, threads: int, runs: int, quiet: bool
     error = None
     with quiet_native_stderr(quiet) as native:
         try:
-            runner = open_runner(path, backend, threads, log=lambda _: None, warmup=True)
+            runner = open_runner(path, BackendConfig(backend, threads), log=lambda _: None,
+                                 warmup=True)
             times = []
             for _ in range(runs):
                 start = time.perf_counter()

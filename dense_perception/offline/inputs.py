@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..core.products import COMPRESSED
-from ..core.settings import compression_config
 from ..core.timing import StageTimer
 from .bag_cameras import bag_cameras, bag_events, camera_scaler, missing_camera_info
 from .camera_yaml import calibrated_frames, check_calibration_size
 from .console import CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target
 from .scale_options import reference_stream, scaler_for
+
+# The inputs' ``session`` is a ``process.ModelSession`` (its settings, options, keys, scale and
+# calibration); typed Any here because process imports this module, not the other way round.
+Session = Any
 
 BAG_COMPRESSED = ("off", "add", "only")  # --compressed: image_transport's topics in the bag
 
@@ -27,7 +30,7 @@ class OfflineInput:
     total: int | None = None      # frames it holds (None: not known, e.g. some videos)
     description = ""              # "24 frames of /camera/image", for the progress line
 
-    def __init__(self, session: Any, path: Path, timer: StageTimer) -> None:
+    def __init__(self, session: Session, path: Path, timer: StageTimer) -> None:
         self.session, self.path, self.timer = session, path, timer
         self.summary: dict[str, Any] = {}  # what summary.json says about the input
         self._cleanup: list[Callable[[], None]] = []
@@ -39,8 +42,8 @@ class OfflineInput:
     def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
         """Where the frames go: a folder of files (images and videos)."""
         from .fileio import FolderSink
-        return FolderTarget(FolderSink(out_path, self.session.keys,
-                                       self.session.args.depth_format), summary)
+        return FolderTarget(FolderSink(out_path, self.session.keys, self.session.depth_format),
+                            summary)
 
     def scaler_of(self) -> Callable[[Frame], Any] | None:
         """Each frame's metric-scale filter, where it is not the run's one (several cameras)."""
@@ -58,20 +61,20 @@ class _FileInput(OfflineInput):
         session = self.session
         if session.camera_info is None:
             return events
-        self.summary["camera_info_yaml"] = str(session.args.camera_info_yaml)
-        return calibrated_frames(events, session.camera_info, session.args.camera_info_yaml)
+        self.summary["camera_info_yaml"] = str(session.options.camera_info_yaml)
+        return calibrated_frames(events, session.camera_info, session.options.camera_info_yaml)
 
     def check_size(self, size: tuple[int, int]) -> None:
         """Refuse a calibration file made for another image size (width, height)."""
         if self.session.camera_info is not None:
-            check_calibration_size(self.session.camera_info, self.session.args.camera_info_yaml,
-                                   size)
+            check_calibration_size(self.session.camera_info,
+                                   self.session.options.camera_info_yaml, size)
 
 
 class VideoInput(_FileInput):
     """Any file OpenCV reads as a video; frames stamped at its frame rate."""
 
-    def __init__(self, session: Any, path: Path, timer: StageTimer) -> None:
+    def __init__(self, session: Session, path: Path, timer: StageTimer) -> None:
         from .fileio import VideoInput as VideoFile
         super().__init__(session, path, timer)
         self.video = VideoFile(path)
@@ -100,7 +103,8 @@ class VideoInput(_FileInput):
 class ImagesInput(_FileInput):
     """One image file, or a folder of them in name order (photos, each 1 s after the last)."""
 
-    def __init__(self, session: Any, path: Path, timer: StageTimer, single: bool) -> None:
+    def __init__(self, session: Session, path: Path, timer: StageTimer,
+                 single: bool) -> None:
         from . import bagio, fileio
         super().__init__(session, path, timer)
         self.paths = [path] if single else fileio.list_images(path)
@@ -138,22 +142,23 @@ class BagInput(OfflineInput):
     """A ROS 2 bag: one or more image topics, each with its own CameraInfo (never another
     camera's) and its own metric-scale filter; the input topics are copied per --copy."""
 
-    def __init__(self, session: Any, path: Path, timer: StageTimer, scaler: Any) -> None:
+    def __init__(self, session: Session, path: Path, timer: StageTimer,
+                 scaler: Any) -> None:
         from . import bagio
         super().__init__(session, path, timer)
-        args, keys = session.args, session.keys
+        options, settings, keys = session.options, session.settings, session.keys
         if session.camera_info is not None:
             raise CliError("--camera-info-yaml is for image folders and videos; a bag's "
                            "CameraInfo comes from the bag (--camera-info-topic)")
         self.bag = bagio.BagInput(path)
         self._cleanup.append(self.bag.close)
-        self.cameras = cameras = bag_cameras(self.bag, args, keys)
+        self.cameras = cameras = bag_cameras(self.bag, options, keys)
         image_conns = [c for cam in cameras for c in cam.image_conns]
         info_conns = [c for cam in cameras for c in cam.info_conns]
         out_topics = {k: v for cam in cameras for k, v in cam.out_topics.items()} \
             if len(cameras) == 1 else {f"{cam.topic} {k}": v for cam in cameras
                                        for k, v in cam.out_topics.items()}
-        self.copy_conns = _copy_connections(self.bag, args.copy, image_conns, info_conns)
+        self.copy_conns = _copy_connections(self.bag, options.copy, image_conns, info_conns)
         clash = sorted({c.topic for c in self.copy_conns}
                        & {t for cam in cameras for t in cam.out_topics.values()})
         if clash:
@@ -164,16 +169,18 @@ class BagInput(OfflineInput):
             for cam in cameras:
                 cam.info_index = bagio.CameraInfoIndex(self.bag, cam.info_conns)
         # never another camera's calibration: the guess, said on stderr and in the summary
-        self.summary["warnings"] = missing_camera_info(cameras, keys, args.fallback_hfov)
+        self.summary["warnings"] = missing_camera_info(cameras, keys,
+                                                       settings.fallback_hfov_deg)
         for text in self.summary["warnings"]:
             warn(text)
-        self.reference = reference_stream(args, path, scaler)
+        self.reference = reference_stream(path, scaler, options.reference_depth_topic,
+                                          settings.reference_depth_slop)
         if self.reference is not None:
             self._cleanup.append(self.reference.close)
         # A scaler per camera: each filter follows one camera's stream, as in the node.
         if len(cameras) > 1 and scaler is not None:
             for cam in cameras:
-                cam.scaler = scaler_for(args, session.spec, kind="bag")
+                cam.scaler = scaler_for(session.scale, "bag", options.reference_depth_topic)
         else:
             cameras[0].scaler = scaler
         if len(cameras) == 1:
@@ -183,13 +190,13 @@ class BagInput(OfflineInput):
             self.summary.update(topic=[cam.topic for cam in cameras],
                                 camera_info_topic=[cam.info_note for cam in cameras],
                                 camera_infos=[cam.info_index.count for cam in cameras])
-        self.summary.update(output_topics=out_topics, bag_format=args.bag_format,
-                            copy=args.copy)
+        self.summary.update(output_topics=out_topics, bag_format=options.bag_format,
+                            copy=options.copy)
         self.description = f"{self.total} frames of {', '.join(c.topic for c in cameras)}"
 
     def events(self) -> Iterable[Frame | Copy]:
         return bag_events(self.bag, self.cameras, self.copy_conns, self.timer, self.reference,
-                          camera_info_slop=self.session.args.camera_info_slop)
+                          camera_info_slop=self.session.settings.camera_info_slop)
 
     def scaler_of(self) -> Callable[[Frame], Any] | None:
         return camera_scaler(self.cameras)
@@ -197,14 +204,13 @@ class BagInput(OfflineInput):
     def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
         """A new bag: the input topics first, then the outputs (the order tools list them in)."""
         from . import bagio
-        session, args = self.session, self.session.args
-        bag_out = bagio.BagOutput(out_path, args.bag_format)
+        session = self.session
+        bag_out = bagio.BagOutput(out_path, session.options.bag_format)
         try:
             target = BagTarget(bag_out, self.copy_conns, summary)
             sinks = {cam.topic: bagio.BagSink(
-                bag_out, cam.namespace, bag_keys(session.keys, getattr(args, "compressed", "off")),
-                depth_encoding="16UC1" if args.depth_format == "png16" else "32FC1",
-                compression=compression_config(session.values))
+                bag_out, cam.namespace, bag_keys(session.keys, session.options.compressed),
+                depth_encoding=session.settings.depth_encoding, compression=session.compression)
                 for cam in self.cameras}
             target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
                 else bagio.CameraSinks(sinks)
@@ -214,7 +220,7 @@ class BagInput(OfflineInput):
             raise
 
 
-def open_input(session: Any, path: Path, kind: str, timer: StageTimer,
+def open_input(session: Session, path: Path, kind: str, timer: StageTimer,
                scaler: Any) -> OfflineInput:
     """The input at ``path`` of ``kind`` (``process.input_kind``), opened."""
     if kind == "bag":

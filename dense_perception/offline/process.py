@@ -5,33 +5,35 @@ INPUT is an image file, a folder of images, a video (anything OpenCV reads) or a
 give a folder of files (see ``fileio``); a bag gives a new bag with the input topics plus the
 node's output topics (see ``bagio``). The frames go through ``loop.run_frames``.
 
-A :class:`ModelSession` holds the model and options; :func:`process_input` runs it over one
-input. One input: ``process_one`` does both. Many inputs (``fleet``): one session per worker,
-loaded once, and ``process_input`` per input, in this process or in a Ray actor.
+A :class:`ModelSession` holds the model, the run's settings and the command's options;
+:meth:`ModelSession.process_input` runs it over one input. cli.py makes the session once; one
+input is one ``process_input``, many inputs (``fleet``) one session per worker, loaded once, and
+``process_input`` per input, in this process or in a Ray actor.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.models import ModelSpec
 from ..core.model_detection import detect_model_spec
 from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
-from ..core.parameters import default_confidence
-from ..core.pipeline import DensePipeline
+from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.backends.runner import (ModelLoadError, check_model_file, litert_version,
                                     resolve_model_path)
-from ..core.settings import depth_options, pipeline_config, pipeline_for
+from ..core.settings import (compression_config, default_confidence, depth_options,
+                             depth_units_problem, estimates_scale, scale_config)
+from ..core.settings_table import Settings
 from ..core.timing import StageTimer
 from .camera_yaml import load_camera_info_yaml
 from .console import PROG, CliError, warn
 from .inputs import open_input
 from .loop import run_frames
-from .scale_options import scaler_for
-from .settings_args import OFFLINE, setting_values, settings_problem
+from .process_options import ProcessOptions
+from .scale_options import ScaleOptionError, scaler_for
+from .settings_args import DEPTH_FORMATS, OFFLINE
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
@@ -61,6 +63,7 @@ def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
 
 # ---- inputs -------------------------------------------------------------------------------------
 def input_kind(path: Path) -> str:
+    """What ``path`` is: bag, images (a folder), image or video; InputError when missing."""
     from .bagio import is_bag
     from .fileio import InputError, is_image_file
     if not path.exists():
@@ -73,69 +76,55 @@ def input_kind(path: Path) -> str:
 
 
 def default_out(path: Path) -> Path:
+    """The output of one input without --out: ``<input>_dense`` beside it."""
     name = path.name if path.is_dir() else path.stem
     return path.resolve().parent / f"{name}_dense"
 
 
-def process_one(args: argparse.Namespace,
-                after_frame: Callable[[int], None] | None = None) -> int:
-    """One input: ``args.input[0]`` into ``--out`` (the CLI sends many inputs to ``fleet``)."""
-    from .bagio import BagError
-    from .fileio import InputError
-    try:
-        in_path = Path(args.input[0])
-        session = ModelSession(args, scale_check_kind=lambda: input_kind(in_path))
-        out_path = Path(args.out) if args.out else default_out(in_path)
-        code, _ = process_input(session, in_path, out_path, after_frame=after_frame)
-        return code
-    except (BagError, InputError) as exc:
-        raise CliError(str(exc)) from None
-
-
 class ModelSession:
-    """The model and the options of a ``process`` run; the model is loaded once, on first use.
+    """The model, the run's settings and the command's options; the model is loaded once, on
+    first use.
 
-    Creating one checks the options and the model file (a missing or unsupported model fails
-    before any input is opened), and the metric-scale options for inputs of the kind
-    ``scale_check_kind()`` gives; :meth:`pipeline` loads it.
+    Creating one checks what the settings and options cannot check alone against the model
+    file (a missing or unsupported model fails before any input is opened): the metric-scale
+    settings (for inputs of the kind ``scale_check_kind()`` gives), the calibration file and
+    --outputs. :meth:`pipeline` loads the model; :meth:`process_input` runs it over one input.
     """
 
-    def __init__(self, args: argparse.Namespace,
+    def __init__(self, settings: Settings, options: ProcessOptions,
                  scale_check_kind: Callable[[], str] | None = None, *,
                  overlap: bool = True) -> None:
-        self.args = args
         # Overlap: the next frame's inference runs on a second thread while this one is
-        # finished and written. A Ray worker granted one CPU turns it off, so that it uses one.
-        self.overlap = overlap
-        self.values = setting_values(args)
-        problem = settings_problem(self.values)
-        if problem:
-            raise CliError(problem)
-        # One host thread for a worker that may use one CPU (see overlap).
-        self.config = pipeline_config(self.values,
-                                      **({} if overlap else {"host_threads": 1}))
-        problem = self.config.problem(OFFLINE)
-        if problem:
-            raise CliError(problem)
-        self.depth = depth_options(self.values)
-        problem = self.depth.problem(OFFLINE)
-        if problem:
-            raise CliError(problem)
-        if args.max_frames < 0:
-            raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
-        self.model_path = resolve_model_path(args.model)
+        # finished and written. A Ray worker granted one CPU turns it off, so that it uses one,
+        # with one host thread.
+        self.settings = settings if overlap else settings.changed({"host_threads": 1})
+        self.options, self.overlap = options, overlap
+        self.model_path = resolve_model_path(settings.model_path)
         signature = check_model_file(self.model_path)
+        # What the settings give each part, made once (core/settings.py).
+        depth = depth_options(settings)
         self.spec: ModelSpec = detect_model_spec(
-            signature.input_shapes, signature.output_shapes, args.model_type,
+            signature.input_shapes, signature.output_shapes, settings.model_type,
             source=f"model file '{self.model_path}'", output_names=signature.output_names,
-            depth=self.depth)
-        if scale_check_kind is not None:
-            scaler_for(args, self.spec, kind=scale_check_kind())  # checks the settings
+            depth=depth)
+        # The input's kind first: a missing input is said before what the settings lack.
+        kind = scale_check_kind() if scale_check_kind is not None else None
+        problem = depth_units_problem(settings, self.spec.metric_depth, OFFLINE)
+        if problem:
+            raise ScaleOptionError(problem)
+        # The run's scale settings (None: not estimated); each input gets its own scaler.
+        self.scale = scale_config(settings) if estimates_scale(
+            settings, self.spec.metric_depth) else None
+        self.compression = compression_config(settings)
+        if kind is not None:
+            scaler_for(self.scale, kind, options.reference_depth_topic)  # checks the input kind
         # The calibration file (images, videos), read once: a bad one fails before any input.
-        self.camera_info = load_camera_info_yaml(args.camera_info_yaml, self.values[
-            "input_rectified"]) if getattr(args, "camera_info_yaml", None) else None
-        self.groups, self.keys = parse_outputs(args.outputs, self.spec)
-        self.request = request_for(self.keys, points_rgb=args.points_rgb)
+        self.camera_info = load_camera_info_yaml(
+            options.camera_info_yaml, settings.input_rectified) \
+            if options.camera_info_yaml else None
+        self.groups, self.keys = parse_outputs(options.outputs, self.spec)
+        self.request = request_for(self.keys, points_rgb=settings.points_rgb)
+        self.depth_format = DEPTH_FORMATS[settings.depth_encoding]  # npy or png16 files
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
         self._pipeline: DensePipeline | None = None
 
@@ -143,79 +132,79 @@ class ModelSession:
         """The loaded pipeline (LiteRT's native log captured unless --verbose)."""
         if self._pipeline is not None:
             return self._pipeline
-        args = self.args
+        verbose = self.options.verbose
         notes: list[str] = []
         failure = None
-        with quiet_native_stderr(not args.verbose) as native:
+        with quiet_native_stderr(not verbose) as native:
             try:
-                pipeline = pipeline_for(self.model_path, self.values, self.config,
-                                        log=notes.append)
+                pipeline = load_pipeline(self.model_path, self.settings, log=notes.append)
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:
-            raise ModelLoadError(with_gpu_reason(failure, native) if args.backend == "gpu"
-                                 and not args.verbose else failure)
+            raise ModelLoadError(with_gpu_reason(failure, native)
+                                 if self.settings.backend == "gpu" and not verbose else failure)
         fallback = pipeline.runner.fallback_note or next(
             (n for n in notes if n.startswith("GPU unavailable")), "")
-        if fallback and not args.verbose:
+        if fallback and not verbose:
             fallback = with_gpu_reason(fallback, native)
         self.fallback, self._pipeline = fallback, pipeline
         return pipeline
 
     def describe(self) -> dict[str, Any]:
         """What summary.json says of the model and the run's settings (once loaded)."""
-        runner = self.pipeline().runner
+        pipeline = self.pipeline()
+        runner = pipeline.runner
         return {"model": {"path": self.model_path, "kind": self.spec.kind,
                           "name": self.spec.display_name, "metric_depth": self.spec.metric_depth},
                 "backend": runner.description, "backend_note": self.fallback,
                 "litert": litert_version(), "outputs": self.groups,
-                "config": dict(vars(self.config))}
+                "config": dict(vars(pipeline.config))}
 
+    def process_input(self, in_path: Path, out_path: Path, *,
+                      after_frame: Callable[[int], None] | None = None,
+                      progress: Callable[[int], None] | None = None, quiet: bool = False,
+                      final_out: Path | None = None,
+                      extra_summary: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        """Run the model over one input into ``out_path``: (exit status, summary).
 
-def process_input(session: ModelSession, in_path: Path, out_path: Path, *,
-                  after_frame: Callable[[int], None] | None = None,
-                  progress: Callable[[int], None] | None = None, quiet: bool = False,
-                  final_out: Path | None = None, extra_summary: dict[str, Any] | None = None
-                  ) -> tuple[int, dict[str, Any]]:
-    """Run ``session`` over one input into ``out_path``: (exit status, summary).
-
-    ``final_out``: where the output will be renamed to once complete (the summary names it);
-    ``extra_summary``: more summary.json fields; ``progress``/``quiet``: see ``run_frames``.
-    Errors before the first frame (a missing input, a wrong topic, ...) raise.
-    """
-    from . import fileio
-    args, spec = session.args, session.spec
-    kind = input_kind(in_path)
-    if out_path.resolve() == in_path.resolve():
-        raise CliError(f"output '{out_path}' is the input; choose another --out")
-    # A new scaler per input: its filter follows one camera's stream.
-    scaler = scaler_for(args, spec, kind=kind)
-    fileio.check_new_output(out_path)
-    timer = StageTimer(window=TIMER_WINDOW)
-    summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
-                               "output": str(final_out or out_path)}
-    summary.update(extra_summary or {})
-    source = open_input(session, in_path, kind, timer, scaler)  # errors: nothing left behind
-    try:
-        events = source.events()
-        summary.update(source.summary)
-        total = source.total
-        if args.max_frames and total:
-            total = min(total, args.max_frames)
-        pipeline = session.pipeline()  # loaded once per session
-        pipeline.timer = timer
-        if pipeline.confidence_note() and not quiet and not default_confidence(
-                {"points_min_confidence": pipeline.config.points_min_confidence}):
-            warn(pipeline.confidence_note())  # asked for, not the default: say it can't act
-        summary.update(session.describe(), depth_format=args.depth_format)
-        target = source.target(out_path, summary)
-        if not quiet:
-            print(f"{PROG}: {spec.display_name} on {pipeline.runner.description}"
-                  f"{' (GPU unavailable)' if session.fallback else ''}: {source.description} "
-                  f"-> {out_path}", flush=True)
-        code = run_frames(pipeline, session.request, events, target, total, args.max_frames,
-                          after_frame, summary, scaler=scaler, progress=progress,
-                          scaler_of=source.scaler_of(), quiet=quiet, overlap=session.overlap)
-        return code, summary
-    finally:
-        source.close()
+        ``final_out``: where the output will be renamed to once complete (the summary names
+        it); ``extra_summary``: more summary.json fields; ``progress``/``quiet``: see
+        ``run_frames``. Errors before the first frame (a missing input, a wrong topic, ...)
+        raise.
+        """
+        from . import fileio
+        max_frames = self.options.max_frames
+        kind = input_kind(in_path)
+        if out_path.resolve() == in_path.resolve():
+            raise CliError(f"output '{out_path}' is the input; choose another --out")
+        # A new scaler per input: its filter follows one camera's stream.
+        scaler = scaler_for(self.scale, kind, self.options.reference_depth_topic)
+        fileio.check_new_output(out_path)
+        timer = StageTimer(window=TIMER_WINDOW)
+        summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
+                                   "output": str(final_out or out_path)}
+        summary.update(extra_summary or {})
+        source = open_input(self, in_path, kind, timer, scaler)  # errors: nothing left behind
+        try:
+            events = source.events()
+            summary.update(source.summary)
+            total = source.total
+            if max_frames and total:
+                total = min(total, max_frames)
+            pipeline = self.pipeline()  # loaded once per session
+            pipeline.timer = timer
+            if pipeline.confidence_note() and not quiet and not default_confidence(
+                    pipeline.config.points_min_confidence):
+                warn(pipeline.confidence_note())  # asked for, not the default: it can't act
+            summary.update(self.describe(), depth_format=self.depth_format)
+            target = source.target(out_path, summary)
+            if not quiet:
+                print(f"{PROG}: {self.spec.display_name} on {pipeline.runner.description}"
+                      f"{' (GPU unavailable)' if self.fallback else ''}: "
+                      f"{source.description} -> {out_path}", flush=True)
+            code = run_frames(pipeline, self.request, events, target, total, max_frames,
+                              after_frame, summary, scaler=scaler, progress=progress,
+                              scaler_of=source.scaler_of(), quiet=quiet, overlap=self.overlap)
+            return code, summary
+        finally:
+            source.close()

@@ -1,19 +1,21 @@
-"""The offline command's metric-scale options (DA3): arguments, checks, scaler, reference topic.
+"""The offline command's metric-scale options (DA3): the reference topic's flag, and a scaler
+per input.
 
-Kept apart from cli.py so the command only hooks them in; the estimation itself is
+Kept apart from cli.py so the command only hooks them in. The scale settings are checked once
+per run (``core/settings.py``: :func:`~dense_perception.core.settings.depth_units_problem`,
+from the :class:`~dense_perception.offline.process.ModelSession`); here each input gets its
+scaler from the run's :class:`ScaleConfig`. The estimation itself is
 :mod:`dense_perception.core.scale.metric_scale`, the same code the node runs.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.scale.metric_scale import DepthScaler, relative_output_problem, scale_is_estimated
-from ..core.models import ModelSpec
-from ..core.settings import scale_config
-from .settings_args import OFFLINE, setting_values
+from ..core.scale.metric_scale import DepthScaler, ScaleConfig
 
 
 class ScaleOptionError(ValueError):
@@ -29,36 +31,29 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     return g
 
 
-def scaler_for(args: argparse.Namespace, spec: ModelSpec, kind: str) -> DepthScaler | None:
-    """The scaler these options ask for (None: no per-frame estimate); ScaleOptionError when
-    they would write relative depth as metres or cannot find a scale.
+def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | None
+               ) -> DepthScaler | None:
+    """A new scaler for one input of ``kind`` (``process.input_kind``) from the run's scale
+    settings (``config``; None: the scale is not estimated, so no scaler); ScaleOptionError
+    when this input cannot give the scale they ask for.
 
     A video or a bag is one camera's stream: its frames share a filtered scale. An image or a
     folder of images is unrelated photos (``kind`` image / images): each gets its own estimate,
     with no filter and no hold (a photo without one is withheld).
     """
-    values = setting_values(args)
-    problem = relative_output_problem(spec.metric_depth, values["depth_scale_source"],
-                                      values["max_depth"], values["depth_encoding"], OFFLINE)
-    if problem:
-        raise ScaleOptionError(problem)
-    if not scale_is_estimated(spec.metric_depth, values["depth_scale_source"]):
+    if config is None:
         return None
-    if values["depth_scale_source"] == "reference_depth" and (kind != "bag"
-                                                              or not args.reference_depth_topic):
+    if config.source == "reference_depth" and (kind != "bag" or not reference_topic):
         raise ScaleOptionError("--depth-scale-source reference_depth needs a bag input and "
                                "--reference-depth-topic (its metric depth image topic)")
-    config = scale_config(values, per_frame=kind in ("image", "images"))
-    problem = config.problem(OFFLINE)
-    if problem:
-        raise ScaleOptionError(problem)
-    return DepthScaler(config)
+    return DepthScaler(replace(config, per_frame=kind in ("image", "images")))
 
 
-def reference_stream(args: argparse.Namespace, bag_path: Path, scaler: DepthScaler | None
-                     ) -> Any:
-    """The bag's reference depth reader when the scaler needs one, else None."""
+def reference_stream(bag_path: Path, scaler: DepthScaler | None, topic: str | None,
+                     slop: float) -> Any:
+    """The bag's reference depth reader (``topic``, matched within ``slop`` s) when the scaler
+    needs one, else None."""
     if scaler is None or scaler.config.source != "reference_depth":
         return None
     from .reference_depth import ReferenceDepthStream
-    return ReferenceDepthStream(bag_path, args.reference_depth_topic, args.reference_depth_slop)
+    return ReferenceDepthStream(bag_path, topic, slop)

@@ -1,10 +1,13 @@
 """The offline command's flags for the node's settings, generated from the settings table.
 
-Each setting with an ``offline`` flag (:data:`dense_perception.core.parameters.PARAMS`) gets
-that flag with the node's default, type, choices and range (checked after parsing, in the
-same words as the node but naming the flag), so ``dense-perception process`` and the node
-cannot drift apart. Booleans are ``--x`` / ``--no-x``. ``--model`` and ``--depth-format``
-(``npy``/``png16`` for the node's ``depth_encoding`` 32FC1/16UC1) are written out in cli.py.
+Each setting with an ``offline`` flag (:data:`dense_perception.core.settings_table.PARAMS`)
+gets that flag with the node's default, type, choices and range (checked once, when
+:func:`settings_from_args` makes the run's :class:`Settings`, in the same words as the node but
+naming the flag), so ``dense-perception process`` and the node cannot drift apart. Booleans are
+``--x`` / ``--no-x``. ``--model`` and ``--depth-format`` (``npy``/``png16`` for the node's
+``depth_encoding`` 32FC1/16UC1) are written out in cli.py.
+
+This module is the command line's glue: the only one of offline/ that reads settings by name.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.parameters import PARAMS, PARAMS_BY_NAME, ParamSpec
 from ..core.setting_names import Syntax
+from ..core.setting_row import ParamSpec, SettingError
+from ..core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
+from .console import CliError
 
 HAND_WRITTEN = ("model_path", "depth_encoding")
 DEPTH_FORMATS = {"32FC1": "npy", "16UC1": "png16"}  # depth_encoding -> --depth-format
+# (the one mapping: files and summaries say the format, bags the encoding)
 GROUPS = {"depth_scale_source": "scale", "camera_height": "scale",
           "depth_scale_time_constant": "scale", "depth_scale_max_age": "scale",
           "ground_max_tilt_deg": "scale", "depth_scale_min_inliers": "scale",
@@ -78,10 +84,10 @@ def setting_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def settings_problem(values: dict[str, Any]) -> str | None:
-    """Why one of ``values`` is out of its range, named as its flag, or None."""
-    for name, value in values.items():
-        problem = PARAMS_BY_NAME[name].problem(value, OFFLINE)
-        if problem:
-            return problem
-    return None
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The run's settings, made once from the parsed command line and checked against the
+    table; CliError (naming the flag) when a value is out of its row."""
+    try:
+        return Settings.from_values(setting_values(args))
+    except SettingError as exc:
+        raise CliError(exc.in_syntax(OFFLINE)) from None

@@ -15,6 +15,7 @@ from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.scale.metric_scale import DepthScaler
 from ..core.scale.reference_window import ReferenceWindow
 from ..core.settings import scale_config
+from ..core.settings_table import Settings
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
 from .compat import GraphWatch
@@ -24,40 +25,41 @@ from .outputs import Outputs
 CAMERA_INFO_HISTORY = 30
 
 
-def reference_span(values: dict[str, Any]) -> float:
+def reference_span(settings: Settings) -> float:
     """How far back (s of stamps) reference depths are kept: ``depth_scale_max_age``, at least
     ``reference_depth_slop`` (0, a scale held forever: no limit by time, only the caps of
     :mod:`..core.reference_window`)."""
-    age = values["depth_scale_max_age"]
-    return max(age, values["reference_depth_slop"]) if age > 0 else 0.0
+    age = settings.depth_scale_max_age
+    return max(age, settings.reference_depth_slop) if age > 0 else 0.0
 
 
 class CameraChannel:
     """Everything that is per camera. ``name`` "" is the single default camera (topics
     ``image``, ``camera_info``, outputs at the node's namespace, as before ``cameras``)."""
 
-    def __init__(self, node: Node, name: str, values: dict[str, Any], spec: Any,
-                 watch: GraphWatch, *, estimates_scale: bool,
+    def __init__(self, node: Node, name: str, settings: Settings, camera_height: float,
+                 spec: Any, watch: GraphWatch, *, estimates_scale: bool,
                  on_image: Callable[["CameraChannel", Any], None]) -> None:
-        """``values``: the node's parameter values with this camera's ``camera_height``;
-        ``on_image(channel, msg)``: a frame arrived (the executor thread)."""
+        """``camera_height``: this camera's own (``settings.camera_heights`` or the one
+        ``camera_height``); ``on_image(channel, msg)``: a frame arrived (the executor thread)."""
         self.name = name
-        self.values = values
-        self.scaler = DepthScaler(scale_config(values)) if estimates_scale else None
+        self.settings = settings
+        self.scaler = DepthScaler(scale_config(settings, camera_height=camera_height)) \
+            if estimates_scale else None
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         # By time, not count: a slow model's frame still finds its reference (reference_window).
-        self.references: ReferenceWindow[Image] = ReferenceWindow(reference_span(values))
+        self.references: ReferenceWindow[Image] = ReferenceWindow(reference_span(settings))
         self.in_rate, self.out_rate = RateMeter(), RateMeter()
         self.stats = FrameStats()
         self.model_s = 0.0  # seconds of inference spent on this camera's frames (its share)
-        self.outputs = Outputs(node, spec, values, watch, prefix=name)
+        self.outputs = Outputs(node, spec, settings, watch, prefix=name)
         wants_reference = self.scaler is not None \
-            and values["depth_scale_source"] == "reference_depth"
+            and settings.depth_scale_source == "reference_depth"
         self.camera = CameraInput(
-            node, compressed=values["input_compressed"], mode=values["input_qos"],
+            node, compressed=settings.input_compressed, mode=settings.input_qos,
             on_image=lambda msg: on_image(self, msg), on_info=self._on_camera_info,
             watch=watch, on_reference=self._on_reference if wants_reference else None,
-            info_mode=values["camera_info_qos"], prefix=name)
+            info_mode=settings.camera_info_qos, prefix=name)
 
     @property
     def log_prefix(self) -> str:
@@ -69,12 +71,12 @@ class CameraChannel:
         (lazy per camera: one nobody reads is not even received)."""
         self.camera.update(active and bool(self.outputs.listened()))
 
-    def configure(self, values: dict[str, Any]) -> None:
-        """Runtime parameter changes (this camera's ``camera_height`` already in ``values``)."""
-        self.values = values
-        self.references.span_s = reference_span(values)
+    def configure(self, settings: Settings, camera_height: float) -> None:
+        """Runtime parameter changes (``camera_height``: this camera's own)."""
+        self.settings = settings
+        self.references.span_s = reference_span(settings)
         if self.scaler is not None:
-            self.scaler.configure(scale_config(values))
+            self.scaler.configure(scale_config(settings, camera_height=camera_height))
 
     def close(self) -> None:
         self.camera.close()
@@ -89,7 +91,7 @@ class CameraChannel:
     def reference_near(self, stamp: int) -> tuple[Image | None, int]:
         """(the reference depth message nearest ``stamp`` (ns) within reference_depth_slop, or
         None; its distance in ns)."""
-        return self.references.nearest(stamp, int(self.values["reference_depth_slop"] * 1e9))
+        return self.references.nearest(stamp, int(self.settings.reference_depth_slop * 1e9))
 
     def arrived(self, active: bool) -> float:
         """Count a frame's arrival; its monotonic receive time."""

@@ -34,7 +34,7 @@ class LifecycleDensePerceptionNode(ParameterHandling, LifecycleNode):
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
-            self.perception = Perception(self, self.current_values(), self._runner_hook)
+            self.perception = Perception(self, self.current_settings(), self._runner_hook)
         except StartupError as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE

@@ -34,8 +34,8 @@ class DensePerceptionNode(ParameterHandling, Node):
     def __init__(self, *, runner_hook: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
         self.perception: Perception | None = None
-        values = self.setup_parameters()
-        self.perception = Perception(self, values, runner_hook)
+        settings = self.setup_parameters()
+        self.perception = Perception(self, settings, runner_hook)
         self.perception.activate()
 
     def stop(self) -> None:

@@ -9,6 +9,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from ..core.compressed import CompressionConfig
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
+from ..core.settings import publishes
+from ..core.settings_table import Settings
 from ..core.timing import RateMeter, StageTimer
 from . import messages
 from .compat import GraphWatch, overridable
@@ -37,12 +39,13 @@ class Outputs:
     listener: only the per-frame outputs make the node subscribe to the camera.
     """
 
-    def __init__(self, node: Node, spec: Any, values: dict[str, Any], watch: GraphWatch,
+    def __init__(self, node: Node, spec: Any, settings: Settings, watch: GraphWatch,
                  prefix: str = "") -> None:
         """``prefix``: a camera's name; its outputs go under it (``front/depth/image``)."""
         self._node = node
         products = [key for group in OUTPUT_GROUPS.values()
-                    if spec.output_index(group.model_output) is not None and values[group.switch]
+                    if spec.output_index(group.model_output) is not None
+                    and publishes(settings, group)
                     for key in group.products]
         self.pubs: dict[str, Any] = {
             key: node.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]],

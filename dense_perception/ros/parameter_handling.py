@@ -3,13 +3,13 @@ parameters declared once, each change validated on set and applied after it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rcl_interfaces.msg import SetParametersResult
 
-from ..core.parameters import PARAMS
+from ..core.settings_table import Settings
 from .compat import add_parameter_callbacks
-from .parameters import changed_values, check_changes, declare_parameters, parameter_value
+from .parameters import changed_values, check_changes, declare_parameters, node_settings
 
 if TYPE_CHECKING:
     from .perception import Perception
@@ -24,14 +24,15 @@ class ParameterHandling:
     perception: Perception | None
     managed = False
 
-    def setup_parameters(self) -> dict[str, Any]:
-        """Declare the parameters and register the callbacks; the checked values."""
-        values = declare_parameters(self, self.managed)
+    def setup_parameters(self) -> Settings:
+        """Declare the parameters and register the callbacks; the checked settings."""
+        settings = declare_parameters(self, self.managed)
         add_parameter_callbacks(self, self._validate_parameters, self._apply_parameters)
-        return values
+        return settings
 
-    def current_values(self) -> dict[str, Any]:
-        return {p.name: parameter_value(self, p) for p in PARAMS}
+    def current_settings(self) -> Settings:
+        """The settings of the parameters as they are now (each was checked when set)."""
+        return node_settings(self)
 
     def _validate_parameters(self, params: list) -> SetParametersResult:
         state = None  # the plain node
@@ -39,12 +40,12 @@ class ParameterHandling:
             state = "unconfigured" if self.perception is None \
                 else self.perception.state or "inactive"
         if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
-            return check_changes(self.current_values(), params, lifecycle_state=state)
-        result = check_changes(self.perception.values, params,
+            return check_changes(self.current_settings(), params, lifecycle_state=state)
+        result = check_changes(self.perception.settings, params,
                                self.perception.spec.metric_depth, state)
         confidence = changed_values(params).get("points_min_confidence")
         note = self.perception.pipeline.confidence_note(confidence) if result.successful \
-            and confidence not in (None, self.perception.values["points_min_confidence"]) \
+            and confidence not in (None, self.perception.settings.points_min_confidence) \
             else ""
         # a filter the model cannot apply is refused, never accepted and ignored (its own
         # value again changes nothing: accepted, as ros2 param load of the same YAML does)

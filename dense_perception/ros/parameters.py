@@ -1,4 +1,5 @@
-"""Declaring and checking the node's parameters (the table is ``core.parameters.PARAMS``).
+"""Declaring and checking the node's parameters (the table: ``core/settings_table.py``); the
+node's glue between ROS parameters and the typed :class:`Settings`.
 
 Restart-only parameters are declared ``read_only`` (``ros2 param describe`` shows it and rclpy
 refuses a change); runtime ones are validated in the on-set callback (:func:`check_changes`)
@@ -17,11 +18,10 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
-from ..core.scale.metric_scale import (ESTIMATED_SOURCES, relative_output_problem,
-                                       scale_is_estimated)
-from ..core.parameters import (PARAMS, PARAMS_BY_NAME, ParamSpec, camera_heights_for,
-                                camera_heights_problem, ignored_camera_height)
-from ..core.settings import pipeline_config, scale_config
+from ..core.scale.metric_scale import ESTIMATED_SOURCES
+from ..core.setting_row import ParamSpec, SettingError
+from ..core.settings import camera_heights_problem, depth_units_problem, ignored_camera_height
+from ..core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
 from .compat import parameter_descriptor
 
 # The scale settings of DA3 and the depth_scale_source values that read them; a metric model
@@ -57,9 +57,9 @@ def descriptor(spec: ParamSpec, managed: bool = False) -> ParameterDescriptor:
         read_only=not spec.runtime and not configurable)
 
 
-def declare_parameters(node: Node, managed: bool = False) -> dict[str, Any]:
+def declare_parameters(node: Node, managed: bool = False) -> Settings:
     """Declare every parameter on ``node`` (``managed``: a lifecycle node, see
-    :func:`descriptor`); their checked values (StartupError if one is bad)."""
+    :func:`descriptor`); their checked settings (StartupError if one is bad)."""
     try:
         for spec in PARAMS:
             if not node.has_parameter(spec.name):
@@ -67,13 +67,16 @@ def declare_parameters(node: Node, managed: bool = False) -> dict[str, Any]:
     except ParameterException as exc:
         raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
                            "are listed in config/depth.yaml.") from None
-    values = {p.name: parameter_value(node, p) for p in PARAMS}
-    for spec in PARAMS:
-        problem = spec.problem(values[spec.name])
-        if problem:
-            raise StartupError(f"{problem}. Fix it in the config YAML or with "
-                               f"-p {spec.name}:=<value>.")
-    return values
+    try:
+        return node_settings(node)
+    except SettingError as exc:
+        raise StartupError(f"{exc}. Fix it in the config YAML or with "
+                           f"-p {exc.spec.name}:=<value>.") from None
+
+
+def node_settings(node: Node) -> Settings:
+    """The settings of ``node``'s declared parameters (SettingError if one is bad)."""
+    return Settings.from_values({p.name: parameter_value(node, p) for p in PARAMS})
 
 
 def parameter_value(node: Node, spec: ParamSpec) -> Any:
@@ -87,33 +90,14 @@ def parameter_value(node: Node, spec: ParamSpec) -> Any:
         raise
 
 
-def estimates_scale(metric_depth: bool, values: dict[str, Any]) -> bool:
-    """Whether the node estimates a metric scale for this (relative-depth) model."""
-    return scale_is_estimated(metric_depth, values["depth_scale_source"])
-
-
-def depth_units_problem(metric_depth: bool, values: dict[str, Any]) -> str | None:
-    """Why these values would pass relative depth off as metres (or cannot find a scale)."""
-    if estimates_scale(metric_depth, values):
-        # each camera's own height (camera_heights), where several cameras are set
-        heights = camera_heights_for(values) if "cameras" in values \
-            else [values["camera_height"]]
-        for height in heights:
-            problem = scale_config({**values, "camera_height": height}).problem()
-            if problem:
-                return problem
-    return relative_output_problem(metric_depth, values["depth_scale_source"],
-                                   values["max_depth"], values["depth_encoding"])
-
-
-def unread_setting(metric_depth: bool, current: dict[str, Any],
+def unread_setting(metric_depth: bool, current: Settings,
                    changes: dict[str, Any]) -> str | None:
     """Why one of ``changes`` would be accepted and ignored: a scale setting that this model,
     or the node's depth_scale_source, never reads (None: each is read, or does not change)."""
-    source = current["depth_scale_source"]
+    source = current.depth_scale_source
     for name, value in changes.items():
         readers = SCALE_READERS.get(name)
-        if readers is None or value == current[name]:
+        if readers is None or current.changed({name: value}) == current:
             continue
         if metric_depth:
             return (f"{name} has no effect: this model's depth is metric (the scale settings "
@@ -149,28 +133,28 @@ def restart_only_refusal(name: str, lifecycle_state: str | None) -> str | None:
             f"{lifecycle_state}: {how}, then set it and configure")
 
 
-def check_changes(current: dict[str, Any], params: list, metric_depth: bool | None = None,
+def check_changes(current: Settings, params: list, metric_depth: bool | None = None,
                   lifecycle_state: str | None = None) -> SetParametersResult:
-    """Whether ``params`` may be applied to a node whose values are ``current`` and whose model
-    gives metric depth or not (None: no model loaded yet), in ``lifecycle_state`` (None: the
-    plain node); no side effects: this is the on-set callback's whole job."""
+    """Whether ``params`` may be applied to a node whose settings are ``current`` and whose
+    model gives metric depth or not (None: no model loaded yet), in ``lifecycle_state`` (None:
+    the plain node); no side effects: this is the on-set callback's whole job."""
     changes = changed_values(params)
-    for name, value in changes.items():
-        spec = PARAMS_BY_NAME[name]
+    for name in changes:
         # read_only refuses first where it is set; this covers a descriptor override
-        refusal = None if spec.runtime else restart_only_refusal(name, lifecycle_state)
+        refusal = None if PARAMS_BY_NAME[name].runtime \
+            else restart_only_refusal(name, lifecycle_state)
         if refusal:
             return SetParametersResult(successful=False, reason=refusal)
-        problem = spec.problem(value)
-        if problem:
-            return SetParametersResult(successful=False, reason=problem)
-    if changes:
-        values = {**current, **changes}
-        # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
-        problem = ignored_camera_height(current, changes) or \
-            pipeline_config(values).problem() or (
-            None if metric_depth is None else unread_setting(metric_depth, current, changes)
-            or camera_heights_problem(values) or depth_units_problem(metric_depth, values))
-        if problem:
-            return SetParametersResult(successful=False, reason=problem)
+    if not changes:
+        return SetParametersResult(successful=True)
+    try:
+        changed = current.changed(changes)  # each value checked against its row
+    except SettingError as exc:
+        return SetParametersResult(successful=False, reason=str(exc))
+    # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
+    problem = ignored_camera_height(current, changes) or (
+        None if metric_depth is None else unread_setting(metric_depth, current, changes)
+        or camera_heights_problem(changed) or depth_units_problem(changed, metric_depth))
+    if problem:
+        return SetParametersResult(successful=False, reason=problem)
     return SetParametersResult(successful=True)

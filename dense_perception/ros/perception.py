@@ -28,14 +28,15 @@ from ..core.scheduling.newest_slots import NewestSlots
 from ..core.scale.metric_scale import RESTARTED, fixed_scale_report, scale_diagnostics
 from ..core.scale.estimators import reference_to_metres
 from ..core.models import ModelSignatureError
-from ..core.parameters import (MODEL_STATUS, camera_heights_for, camera_heights_problem,
-                               camera_names, default_confidence)
-from ..core.pipeline import DensePipeline
+from ..core.settings_table import MODEL_STATUS, Settings, camera_names
+from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.frame_data import RawFrame
 from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
-from ..core.settings import compression_config, pipeline_config, pipeline_for
+from ..core.settings import (camera_heights, camera_heights_problem, compression_config,
+                             default_confidence, depth_units_problem, estimates_scale,
+                             pipeline_config)
 from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
@@ -43,7 +44,7 @@ from .camera_input import CameraInput
 from .compat import GraphWatch
 from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
-from .parameters import StartupError, depth_units_problem, estimates_scale
+from .parameters import StartupError
 
 NODE_NAME = "dense_perception"
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
@@ -67,7 +68,7 @@ class _Inferred:
     frame: _Frame
     raw: RawFrame
     pipeline: DensePipeline
-    values: dict[str, Any]
+    settings: Settings
     camera_info_source: str  # which CameraInfo was used (for diagnostics)
 
     @property
@@ -78,25 +79,26 @@ class _Inferred:
 class Perception:
     """The configured node's working parts (see the module docstring). Made inactive."""
 
-    def __init__(self, node: Node, values: dict[str, Any],
+    def __init__(self, node: Node, settings: Settings,
                  runner_hook: Callable[[Any], Any] | None = None) -> None:
         self._node = node
-        model_path = resolve_model_path(values["model_path"])
+        model_path = resolve_model_path(settings.model_path)
         try:
-            self.pipeline: DensePipeline = pipeline_for(
-                model_path, values, log=node.get_logger().info, warn=node.get_logger().warning)
+            self.pipeline: DensePipeline = load_pipeline(
+                model_path, settings, log=node.get_logger().info,
+                warn=node.get_logger().warning)
         except (ModelLoadError, ModelSignatureError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if runner_hook is not None:
             self.pipeline.runner = runner_hook(self.pipeline.runner)
-        self.values = values
+        self.settings = settings
         self.spec = self.pipeline.spec
-        names = camera_names(values["cameras"])
-        heights = camera_heights_for(values)
-        problem = camera_heights_problem(values)
+        names = camera_names(settings.cameras)
+        heights = camera_heights(settings)
+        problem = camera_heights_problem(settings)
         if problem:
             raise StartupError(problem)
-        problem = depth_units_problem(self.spec.metric_depth, values)  # every camera's
+        problem = depth_units_problem(settings, self.spec.metric_depth)  # every camera's
         if problem:
             raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
         self.model_name = Path(model_path).name
@@ -111,8 +113,8 @@ class Perception:
         try:
             for index, name in enumerate(names or [""]):
                 self.channels.append(CameraChannel(
-                    node, name, {**values, "camera_height": heights[index]}, self.spec,
-                    self.watch, estimates_scale=estimates_scale(self.spec.metric_depth, values),
+                    node, name, settings, heights[index], self.spec, self.watch,
+                    estimates_scale=estimates_scale(settings, self.spec.metric_depth),
                     on_image=self._on_image))
         except StartupError:
             for channel in self.channels:
@@ -120,23 +122,24 @@ class Perception:
             self.watch.close()  # a lifecycle node stays up, unconfigured: leave nothing behind
             raise
         self._diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diag_timer = node.create_timer(values["diagnostics_period"],
+        self._diag_timer = node.create_timer(settings.diagnostics_period,
                                              self.publish_diagnostics)
         # Several cameras: one slot per camera at each stage, taken in turn (fair sharing).
         slots = (lambda: NewestSlots(lambda item: item.key)) if names else NewestSlots
         self.stages = LiveTwoStage(self._infer, self._finish, on_error=self._on_failure,
                                    name=NODE_NAME, second_nice=FINISH_NICE, slots=slots)
         relative = "" if self.spec.metric_depth \
-            else f"; depth_scale_source: {values['depth_scale_source']}"
+            else f"; depth_scale_source: {settings.depth_scale_source}"
         node.get_logger().info(
             f"{self.spec.display_name} ({'metric' if self.spec.metric_depth else 'relative'} "
-            f"depth{relative}) on {self.pipeline.runner.description}; fit={values['fit']}, "
-            f"output_resolution={values['output_resolution']}, input_qos={values['input_qos']}"
+            f"depth{relative}) on {self.pipeline.runner.description}; fit={settings.fit}, "
+            f"output_resolution={settings.output_resolution}, input_qos={settings.input_qos}"
             + (f"; cameras: {', '.join(names)}" if names else ""))
         note = self.pipeline.confidence_note()
         if note:  # asked for by the user: WARN; the default on a file without it: nothing to do
             log = node.get_logger()
-            (log.info if default_confidence(values) else log.warning)(note)
+            (log.info if default_confidence(settings.points_min_confidence)
+             else log.warning)(note)
 
     # ---- state ---------------------------------------------------------------------------------
     def activate(self) -> None:
@@ -179,13 +182,13 @@ class Perception:
 
     def apply(self, changes: dict[str, Any]) -> None:
         """Use changed runtime parameters from the next frame on (already validated)."""
-        merged = {**self.values, **changes}
-        for channel, height in zip(self.channels, camera_heights_for(merged)):
-            channel.configure({**merged, "camera_height": height})
+        settings = self.settings.changed(changes)
+        for channel, height in zip(self.channels, camera_heights(settings)):
+            channel.configure(settings, height)
         with self._lock:
-            self.values = {**self.values, **changes}
+            self.settings = settings
             old = self.pipeline
-            self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(self.values),
+            self.pipeline = DensePipeline(old.runner, old.spec, pipeline_config(settings),
                                           old.timer, old.host_threads)
         self._node.get_logger().info("parameters changed: " + ", ".join(
             f"{k}={v}" for k, v in changes.items()))
@@ -241,14 +244,14 @@ class Perception:
 
     def _infer(self, frame: _Frame) -> _Inferred | None:
         with self._lock:
-            pipeline, values = self.pipeline, self.values
+            pipeline, settings = self.pipeline, self.settings
         channel = frame.channel
         listened = channel.outputs.listened()
         if not listened or not self.active:
             channel.stats.idle += 1
             channel.stats.end_wait()  # nobody wants this frame's output
             return None
-        request = request_for(listened, values["points_rgb"])
+        request = request_for(listened, settings.points_rgb)
         msg = frame.msg
         try:
             if isinstance(msg, CompressedImage):
@@ -263,14 +266,14 @@ class Perception:
             return None
         # The camera is needed before inference: a distorted raw image is rectified first.
         # Until the first CameraInfo arrives, wait for it up to the slop after the frame came.
-        slop = values["camera_info_slop"]
+        slop = settings.camera_info_slop
         info, source = channel.camera_infos.choose(
             stamp_ns(msg.header.stamp), int(slop * 1e9),
             wait_s=frame.received + slop - time.monotonic())
         started = time.monotonic()
         raw = pipeline.infer(image, encoding, request, pipeline.camera_from_info(info))
         channel.model_s += time.monotonic() - started
-        return _Inferred(frame, raw, pipeline, values, source)
+        return _Inferred(frame, raw, pipeline, settings, source)
 
     def _finish(self, item: _Inferred) -> None:
         channel = item.frame.channel
@@ -302,8 +305,8 @@ class Perception:
         if not self.active:  # deactivated while this frame was being computed
             return
         with item.pipeline.timer.stage("publish"):
-            channel.outputs.publish(products, header, item.values["depth_encoding"],
-                                    compression_config(item.values), item.pipeline.timer)
+            channel.outputs.publish(products, header, item.settings.depth_encoding,
+                                    compression_config(item.settings), item.pipeline.timer)
         stats.record_success(time.monotonic() - item.frame.received)
         stats.input_size = (item.raw.frame.shape[1], item.raw.frame.shape[0])
         stats.frame_id = header.frame_id
@@ -327,7 +330,7 @@ class Perception:
     # ---- diagnostics -------------------------------------------------------------------------
     def publish_diagnostics(self) -> None:
         with self._lock:
-            values, pipeline = self.values, self.pipeline
+            settings, pipeline = self.settings, self.pipeline
         if pipeline is None:
             return
         # A backstop for the matched events: one can be handled before the middleware's
@@ -337,7 +340,7 @@ class Perception:
         # The cameras taking turns on the model now (those with a frame waiting for output):
         # each one's turn comes after all of theirs, so its frame time is that many.
         turns = sum(channel.stats.waiting_since is not None for channel in self.channels)
-        arrays = [self._camera_diagnostics(channel, values, pipeline, turns)
+        arrays = [self._camera_diagnostics(channel, settings, pipeline, turns)
                   for channel in self.channels]
         array = arrays[0]
         array.status = [status for a in arrays for status in a.status]
@@ -349,7 +352,7 @@ class Perception:
                 seconds={channel.name: channel.model_s for channel in self.channels}))
         self._diag_pub.publish(array)
 
-    def _camera_diagnostics(self, channel: CameraChannel, values: dict[str, Any],
+    def _camera_diagnostics(self, channel: CameraChannel, settings: Settings,
                             pipeline: DensePipeline, turns: int = 1) -> DiagnosticArray:
         """One camera's status (named ``<node>: <camera>`` when there are several)."""
         name = self._node.get_fully_qualified_name()
@@ -358,26 +361,26 @@ class Perception:
             name=f"{name}: {channel.name}" if several else name,
             stamp=self._node.get_clock().now().to_msg(),
             backend=pipeline.runner.description, model_kind=self.spec.kind,
-            model_size=f"{self.spec.input_width}x{self.spec.input_height}", fit=values["fit"],
+            model_size=f"{self.spec.input_width}x{self.spec.input_height}", fit=settings.fit,
             stats=channel.stats, stages=pipeline.timer.stats(),
             input_hz=channel.in_rate.rate(), output_hz=channel.out_rate.rate(),
             received=channel.in_rate.total,
             dropped=self.stages.dropped_for(channel.name) if several else self.frames_dropped,
             backend_note=pipeline.runner.fallback_note, state=self.state,
             input_qos=channel.camera.reliability(),
-            depth_scale=self._depth_scale_status(channel, values),
+            depth_scale=self._depth_scale_status(channel, settings),
             backend_details=pipeline.runner.details(),
             expected_frame_ms=pipeline.runner.warmup_ms,
             host_threads=pipeline.host_threads.threads, turns=turns,
             bandwidth=channel.outputs.bandwidth_rates())
 
     def _depth_scale_status(self, channel: CameraChannel,
-                            values: dict[str, Any]) -> tuple[dict[str, str], str]:
+                            settings: Settings) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
         if channel.scaler is None:
             return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
-                                                        values["depth_scale_source"],
-                                                        values["relative_depth_scale"]))
+                                                        settings.depth_scale_source,
+                                                        settings.relative_depth_scale))
         values, warning = scale_diagnostics(channel.scaler.last)
         config = channel.scaler.config  # the settings in force: the next frame's
         values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max age "

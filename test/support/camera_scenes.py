@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from support.model_truth import DA3_BIAS, DA3_WEIGHTS, MEAN, STD
+from dense_perception.core.settings_table import Settings
 
 # Depth = bias + w . (r, g, b) with colours in [0, 1] (models/README.md).
 TIPS_DEPTH = ((2.0, 1.0, 0.5), 0.5)
@@ -279,7 +280,7 @@ def main() -> None:
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.frame_data import Request
     model = str(Path(__file__).resolve().parents[2] / "models" / "test_tipsv2_b14_dpt.tflite")
-    pipeline = load_pipeline(model, backend="cpu", log=lambda _: None)
+    pipeline = load_pipeline(model, Settings(backend="cpu"), log=lambda _: None)
     print("| case | before, p95 | after, p95 |\n|---|---|---|")
     for camera, rectified in ((PINHOLE, False), (BARREL, False), (FISHEYE, False),
                               (RECTIFIED, True)):

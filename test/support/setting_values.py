@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dense_perception.core.parameters import ParamSpec
+from dense_perception.core.setting_row import ParamSpec
 from dense_perception.offline.settings_args import DEPTH_FORMATS
 
 
 def other_value(spec: ParamSpec) -> Any:
-    """A value of ``spec``'s type, inside its range or choices, other than its default."""
+    """A value of ``spec``'s type that its row allows, other than its default."""
     if isinstance(spec.default, bool):
         return not spec.default
     if spec.choices:
@@ -18,8 +18,9 @@ def other_value(spec: ParamSpec) -> Any:
         kind, low, high = type(spec.default), spec.low, spec.high
         candidates = [spec.default + 1, spec.default - 1]
         candidates += [(spec.default + bound) / 2 for bound in (high, low) if bound is not None]
+        # the row's own check too (num_threads: 0 is in range but refused)
         return next(kind(v) for v in candidates if kind(v) != spec.default
-                    and (low is None or kind(v) >= low) and (high is None or kind(v) <= high))
+                    and spec.problem(kind(v)) is None)
     if isinstance(spec.default, list):
         if spec.name == "cameras":
             return ["front", "rear"]

@@ -20,11 +20,12 @@ features instead of pinning a version:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .cpu_precision import CPU_PRECISIONS, open_cpu_runner
-from .runner_base import (BACKENDS, GPU_PRECISIONS, Log, ModelLoadError, Runner,
-                          default_num_threads, litert_version)
+from .cpu_precision import open_cpu_runner
+from .runner_base import BACKENDS, Log, ModelLoadError, Runner, default_num_threads, litert_version
 from ..tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 
@@ -72,51 +73,52 @@ def check_model_file(model_path: str) -> TfliteSignature:
                              "(see models/README.md).") from None
 
 
-def open_runner(model_path: str, backend: str = "auto", num_threads: int = -1,
-                log: Log = print, warmup: bool = True, gpu_precision: str = "fp16",
-                warn: Log | None = None, cpu_precision: str = "fp32",
-                gpu_timeout: float | None = None, gpu_max_restarts: int | None = None,
-                npu_options: dict | None = None) -> Runner:
-    """Load ``model_path`` on ``backend`` ('auto' | 'gpu' | 'cpu' | 'npu') and warm it up.
+@dataclass(frozen=True)
+class BackendConfig:
+    """Where and how the model runs: the settings of the same names (``core/settings.py``
+    builds it; each value is checked there, in the settings table)."""
+
+    backend: str = "auto"          # auto | gpu | cpu | npu
+    num_threads: int = -1          # CPU threads; -1 = all cores
+    gpu_precision: str = "fp16"    # fp16 | fp32 GPU arithmetic
+    cpu_precision: str = "fp32"    # auto | fp32 | fp16 (:mod:`.cpu_precision`); exact by default
+    gpu_timeout: float | None = None       # s per GPU inference (None: gpu_runner's default)
+    gpu_max_restarts: int | None = None    # GPU worker restarts (None: gpu_runner's default)
+    npu: dict[str, Any] | None = None      # the NPU plugin's vendor, device, cache_dir, ...
+
+
+def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log: Log = print,
+                warn: Log | None = None, warmup: bool = True) -> Runner:
+    """Load ``model_path`` on ``config.backend`` ('auto' | 'gpu' | 'cpu' | 'npu') and warm it up.
 
     ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why (a CPU
     emulation of a GPU counts as no GPU); ``gpu`` raises ModelLoadError when the GPU does not
-    initialise. ``num_threads`` -1 = all cores. ``gpu_precision``: 'fp16' or 'fp32' GPU
-    arithmetic. ``warn`` logs warnings (default: ``log``). ``cpu_precision`` ('auto' | 'fp32' |
-    'fp16') applies on the CPU (:mod:`.cpu_precision`); the library default is exact fp32, the
-    node's parameter defaults to 'auto'. ``gpu_timeout`` (s) and ``gpu_max_restarts`` bound a
-    GPU inference and the worker's restarts (:mod:`.gpu_runner`; None: its defaults). The
+    initialise. ``cpu_precision`` applies on the CPU (:mod:`.cpu_precision`); ``gpu_timeout``
+    and ``gpu_max_restarts`` bound a GPU inference and the worker's restarts
+    (:mod:`.gpu_runner`); ``npu`` runs a LiteRT vendor plugin (:mod:`.npu_runner`) or raises
+    ModelLoadError; 'auto' never picks it. ``warn`` logs warnings (default: ``log``). The
     warm-up's time is kept as ``runner.warmup_ms`` (what a frame costs before one is timed).
-    ``npu`` runs a LiteRT vendor plugin (:mod:`.npu_runner`; ``npu_options``: its vendor,
-    device and cache_dir) or raises ModelLoadError; 'auto' never picks it.
     """
-    if backend not in BACKENDS:
+    backend = config.backend
+    if backend not in BACKENDS:  # a library caller's typo (the settings table checks it)
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
-    if num_threads == 0 or num_threads < -1:
-        raise ModelLoadError(f"num_threads must be >= 1, or -1 for all cores; got {num_threads}")
-    if gpu_precision not in GPU_PRECISIONS:
-        raise ModelLoadError(f"gpu_precision '{gpu_precision}' is unknown; allowed: "
-                             f"{', '.join(GPU_PRECISIONS)}")
-    if cpu_precision not in CPU_PRECISIONS:
-        raise ModelLoadError(f"cpu_precision '{cpu_precision}' is unknown; allowed: "
-                             f"{', '.join(CPU_PRECISIONS)}")
     check_model_file(model_path)
     runner: Runner | None = None
     fallback_note = ""
     if backend == "npu":
         from .npu_runner import open_npu_process_runner
-        runner = open_npu_process_runner(model_path, npu_options or {}, log, warn or log,
-                                         gpu_timeout, gpu_max_restarts)
+        runner = open_npu_process_runner(model_path, config.npu or {}, log, warn or log,
+                                         config.gpu_timeout, config.gpu_max_restarts)
     if backend in ("auto", "gpu"):
         from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, open_gpu_runner
         runner, fallback_note = open_gpu_runner(
-            model_path, backend, gpu_precision, log, warn or log,
-            DEFAULT_TIMEOUT_S if gpu_timeout is None else gpu_timeout,
-            DEFAULT_MAX_RESTARTS if gpu_max_restarts is None else gpu_max_restarts)
+            model_path, backend, config.gpu_precision, log, warn or log,
+            DEFAULT_TIMEOUT_S if config.gpu_timeout is None else config.gpu_timeout,
+            DEFAULT_MAX_RESTARTS if config.gpu_max_restarts is None else config.gpu_max_restarts)
     if runner is None:
-        threads = default_num_threads() if num_threads == -1 else num_threads
+        threads = default_num_threads() if config.num_threads == -1 else config.num_threads
         try:
-            runner = open_cpu_runner(model_path, threads, cpu_precision, log)
+            runner = open_cpu_runner(model_path, threads, config.cpu_precision, log)
         except (ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"model file '{model_path}' could not be loaded by LiteRT "
                                  f"({_first_line(exc)}). Re-download it (see "

@@ -1,0 +1,368 @@
+"""The settings table, as a typed object: every setting is a field of :class:`Settings` with its
+type, default, allowed values or range, runtime or restart-only, unit, description and the
+offline command's flag (its :class:`ParamSpec` row). ROS-free.
+
+The one source for both front ends: the node declares its parameters from :data:`PARAMS`
+(``ros/parameters.py``), ``dense-perception process`` generates its flags from it
+(``offline/settings_args.py``), ``docs/parameters.md`` is generated from it (``make docs``),
+and both front ends make one :class:`Settings` of their values. A Settings is checked when it is
+made (each value against its row, once); the rules between settings and the configurations
+built from them (pipeline, scale, backend) are in ``core/settings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
+
+from .geometry.fit import FIT_MODES, OUTPUT_RESOLUTIONS
+from .scale.metric_scale import SCALE_SOURCES
+from .depth_model import DEPTH_OUTPUT_KINDS, NORMALIZATIONS, mean_std_problem
+from .models import MODEL_TYPES
+from .backends.cpu_precision import CPU_PRECISIONS
+from .backends.runner_base import BACKENDS, GPU_PRECISIONS
+from .backends.gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
+from .backends.npu_runner import NPU_VENDORS, OPENVINO_DEVICES
+from .products import DEPTH_ENCODINGS
+from .setting_names import NODE, Syntax
+from .setting_row import ParamSpec, SettingError, setting
+
+INPUT_QOS = ("auto", "sensor_data", "reliable")
+MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)
+CAMERA_INFO_QOS = ("auto", "sensor_data", "reliable", "transient_local")
+
+
+def _threads_problem(value: int, syntax: Syntax) -> str | None:
+    return f"{syntax.name('num_threads')} must be >= 1, or -1 for all cores; got 0" \
+        if value == 0 else None
+
+
+def _mean_problem(value: Any, syntax: Syntax) -> str | None:
+    return mean_std_problem(list(value), [1.0] * 3, syntax)  # alone: the std at its default
+
+
+def _std_problem(value: Any, syntax: Syntax) -> str | None:
+    return mean_std_problem([0.0] * 3, list(value), syntax)
+
+
+def camera_names(value: list[str]) -> list[str]:
+    """The ``cameras`` parameter as a list of names: [] (one camera, no prefix) for [] or ['']."""
+    return [name for name in value if name]
+
+
+def camera_names_problem(value: list[str], syntax: Syntax = NODE) -> str | None:
+    """Why ``cameras`` is not a list of distinct relative ROS names (None: it is)."""
+    names = camera_names(list(value))
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*", name):
+            return (f"cameras: '{name}' is not a relative topic name (letters, digits, _ and /, "
+                    "starting with a letter)")
+    if len(set(names)) != len(names):
+        return f"cameras: a name is listed twice in {names}"
+    if MODEL_STATUS in names:
+        return (f"cameras: '{MODEL_STATUS}' is the name of the shared model's diagnostics "
+                f"status (<node>: {MODEL_STATUS}); call that camera otherwise")
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of the node and the offline command, typed and checked: making one (or
+    :func:`dataclasses.replace` on one) checks each value against its row and raises
+    :class:`SettingError`. Lists are held as tuples."""
+
+    model_path: str = setting(
+        "", "Path to the .tflite model (DA3-Small, TIPSv2-B14-DPT, or any "
+        "single-image depth network with model_type depth); "
+        "relative paths are looked up in the package's models/ folder too.",
+        offline="--model")
+    model_type: str = setting(
+        "auto", "Model kind: da3, tipsv2, or depth (any single-image "
+        "relative-depth network, read per input_normalization, depth_output and "
+        "depth_output_kind); 'auto' detects DA3 and TIPSv2 from the file's signature and "
+        "never picks depth.",
+        choices=MODEL_TYPES,
+        offline="--model-type")
+    input_normalization: str = setting(
+        "unit", "model_type depth: how RGB pixels are normalised "
+        "for the model: unit (RGB/255), imagenet (RGB/255, then ImageNet's mean and std) "
+        "or custom (RGB/255, then input_mean and input_std). DA3 and TIPSv2 ignore it "
+        "(their cards fix it).", choices=NORMALIZATIONS,
+        offline="--input-normalization")
+    input_mean: tuple[float, ...] = setting(
+        [0.0, 0.0, 0.0], "model_type depth, input_normalization custom: "
+        "the mean subtracted from RGB/255, per channel (R, G, B).",
+        offline="--input-mean", check=_mean_problem)
+    input_std: tuple[float, ...] = setting(
+        [1.0, 1.0, 1.0], "model_type depth, input_normalization custom: "
+        "the standard deviation that RGB/255 minus input_mean is divided by, per channel "
+        "(R, G, B; > 0).",
+        offline="--input-std", check=_std_problem)
+    depth_output: int = setting(
+        -1, "model_type depth: which output (counted from 0) is the "
+        "depth; -1 = the first output that is one plane at the input's resolution.",
+        low=-1, high=1000,
+        offline="--depth-output")
+    depth_output_kind: str = setting(
+        "depth", "model_type depth: what the depth output holds: "
+        "depth (grows with distance) or inverse_depth (disparity-like, shrinks with "
+        "distance; depth = 1/x, x <= 0 is invalid). Either is relative depth: see "
+        "depth_scale_source.", choices=DEPTH_OUTPUT_KINDS,
+        offline="--depth-output-kind")
+    backend: str = setting(
+        "auto", "'gpu' (LiteRT CompiledModel, WebGPU over Vulkan), 'cpu' "
+        "(XNNPACK), 'npu' (a LiteRT vendor plugin: npu_vendor) or 'auto' (the GPU if it "
+        "initialises and is not a CPU emulation such as llvmpipe, else the CPU; never the "
+        "NPU).", choices=BACKENDS,
+        offline="--backend")
+    gpu_precision: str = setting(
+        "fp16", "GPU arithmetic for backend gpu/auto: fp16 (LiteRT's "
+        "default, fastest) or fp32 (GpuOptions enforce_f32: for values beyond fp16's "
+        "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS,
+        offline="--gpu-precision")
+    gpu_timeout: float = setting(
+        DEFAULT_TIMEOUT_S, "Seconds one GPU inference may take (real "
+        "models: milliseconds to tenths of a second); past it the GPU worker process is "
+        "killed and restarted, and that frame fails.", low=0.1, high=3600.0,
+        unit="s", offline="--gpu-timeout", affects_output=False)
+    gpu_max_restarts: int = setting(
+        DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
+        "timeout or a crash) with no good inference between them; one more and the node "
+        "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000,
+        offline="--gpu-max-restarts", affects_output=False)
+    npu_vendor: str = setting(
+        "auto", "backend npu: the LiteRT vendor plugin: intel_openvino "
+        "(Intel Core Ultra NPUs through OpenVINO), qualcomm (Hexagon HTP through QNN) or "
+        "auto (intel_openvino on x86_64, qualcomm on aarch64).", choices=NPU_VENDORS,
+        offline="--npu-vendor")
+    openvino_device: str = setting(
+        "NPU", "backend npu, intel_openvino: OpenVINO's device: NPU, "
+        "GPU, or CPU (a test bed on machines without an NPU, slower than backend cpu).",
+        choices=OPENVINO_DEVICES,
+        offline="--openvino-device")
+    npu_cache_dir: str = setting(
+        "", "backend npu: folder of compiled models (keyed by model "
+        "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
+        "dense_perception/npu; 'off' = compile at every start.",
+        offline="--npu-cache-dir", affects_output=False)
+    npu_library_dir: str = setting(
+        "", "backend npu, qualcomm: folder with LiteRT's Qualcomm "
+        "dispatch library (libLiteRtDispatch_Qualcomm.so), optionally its compiler "
+        "plugin, and Qualcomm's QNN libraries (libQnn*.so); no ai-edge-litert wheel has "
+        "them. Unused for intel_openvino.",
+        offline="--npu-library-dir", affects_output=False)
+    num_threads: int = setting(
+        -1, "CPU threads for XNNPACK; -1 = all cores (4 on a Pi 5).",
+        low=-1, high=256,
+        offline="--threads", affects_output=False, check=_threads_problem)
+    cpu_precision: str = setting(
+        "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "
+        "(ARMv8.2+, e.g. Pi 5), 'fp32', or 'auto' (fp16 if the CPU has it and the model "
+        "passes an fp16-vs-fp32 check at load, else fp32; the log says which).",
+        choices=CPU_PRECISIONS,
+        offline="--cpu-precision")
+    fit: str = setting(
+        "crop", "How frames meet the model's fixed input without padding: crop "
+        "(centre crop, no distortion), stretch, or rotate (turn landscape frames for "
+        "portrait models).", choices=FIT_MODES, runtime=True,
+        offline="--fit")
+    output_resolution: str = setting(
+        "model", "Publish on the model's grid ('model', cheaper) or "
+        "at the camera's full size ('input').", choices=OUTPUT_RESOLUTIONS, runtime=True,
+        offline="--output-resolution")
+    relative_depth_scale: float = setting(
+        1.0, "depth_scale_source fixed: metres per unit of "
+        "relative depth (DA3, model_type depth), asserted by you; none: a unitless "
+        "multiplier. Metric models ignore it.", low=1e-9, high=1e9, runtime=True,
+        unit="m/unit", offline="--relative-depth-scale")
+    depth_scale_source: str = setting(
+        "none", "Where the metric scale of relative depth (DA3, "
+        "model_type depth) comes from: none (depth stays relative: 32FC1 unitless, no "
+        "points, no 16UC1 or max_depth), fixed (relative_depth_scale is metres per unit, "
+        "asserted), ground_plane (from camera_height above a flat floor) or "
+        "reference_depth (from a metric depth image on reference_depth). Metric models "
+        "ignore it.",
+        choices=SCALE_SOURCES,
+        offline="--depth-scale-source")
+    camera_height: float = setting(
+        0.0, "Height (m) of the camera's optical centre above the floor; "
+        "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True,
+        unit="m", offline="--camera-height")
+    camera_heights: tuple[float, ...] = setting(
+        [0.0], "Per camera (cameras): the height (m) of each camera's "
+        "optical centre above the floor, in the order of cameras, for "
+        "depth_scale_source: ground_plane; [] or [0.0] = camera_height for every camera. "
+        "While it is set, a change of camera_height is refused (it would be ignored).",
+        runtime=True, unit="m")
+    depth_scale_time_constant: float = setting(
+        5.0, "Time constant (s, by frame stamps) of the "
+        "filter that smooths the estimated scale; a scene change larger than the noise "
+        "is taken over within a third of it.", low=0.01, high=3600.0, runtime=True,
+        unit="s", offline="--depth-scale-time-constant")
+    depth_scale_max_age: float = setting(
+        50.0, "Seconds (by frame stamps) the last scale is held "
+        "when frames give none (no floor or reference in view); older, depth/image and "
+        "points are withheld again (diagnostics WARN) until a new estimate. 0 = hold "
+        "forever. The default is 10 default time constants: raise it with "
+        "depth_scale_time_constant.", low=0.0, high=1e6, runtime=True,
+        unit="s", offline="--depth-scale-max-age")
+    ground_max_tilt_deg: float = setting(
+        30.0, "ground_plane: largest angle (deg) between the floor's "
+        "normal and the image's down axis (camera pitch or roll).", low=1.0, high=89.0,
+        runtime=True,
+        unit="deg", offline="--ground-max-tilt")
+    depth_scale_min_inliers: float = setting(
+        0.3, "Smallest share of inliers (points of the robot's "
+        "own floor in the lower view, or agreeing reference pixels) for a frame's scale "
+        "to count.",
+        low=0.0, high=1.0, runtime=True,
+        unit="share", offline="--depth-scale-min-inliers")
+    reference_depth_slop: float = setting(
+        0.05, "reference_depth: largest stamp difference (s) "
+        "between an image and the reference depth used for it.", low=0.0, high=10.0,
+        runtime=True,
+        unit="s", offline="--reference-depth-slop")
+    max_depth: float = setting(
+        0.0, "Points farther than this (m) are dropped; 0 = no limit.",
+        low=0.0, high=1e6, runtime=True,
+        unit="m", offline="--max-depth")
+    points_min_confidence: float = setting(
+        0.1, "Drop the least confident points, in [0, 1]; 0 = "
+        "keep all. DA3 (a file with its confidence output): the quantile of the cloud's "
+        "confidence (its points after max_depth and points_stride) under which points "
+        "are dropped (0.4 = the official DA3 export's 40th "
+        "percentile). TIPSv2: the top-class segmentation probability under which points "
+        "are dropped. A DA3 file without confidence has nothing to filter: the default "
+        "is said once at INFO, another value is a WARN at start and refused at runtime.",
+        low=0.0, high=1.0, runtime=True,
+        offline="--points-min-confidence")
+    publish_depth: bool = setting(
+        True, "Publish depth/image, depth/camera_info, depth/colored "
+        "and depth/confidence (DA3 files with a confidence output).")
+    publish_normals: bool = setting(
+        True, "Publish normals/image and normals/colored (if the "
+        "model has normals).")
+    publish_segmentation: bool = setting(
+        True, "Publish segmentation/* (if the model segments).")
+    publish_points: bool = setting(
+        True, "Publish the points PointCloud2.")
+    points_rgb: bool = setting(
+        True, "Add the camera colour to each point (rgb field).",
+        runtime=True,
+        offline="--points-rgb")
+    points_stride: int = setting(
+        2, "Use every n-th pixel in each direction for the cloud.",
+        low=1, high=64, runtime=True,
+        unit="px", offline="--points-stride")
+    points_organized: bool = setting(
+        False, "Keep the image grid in the cloud (NaN for invalid "
+        "pixels) instead of dropping invalid points.", runtime=True,
+        offline="--points-organized")
+    points_voxel_size: float = setting(
+        0.0, "Keep one point per cube of this edge (m), the one "
+        "nearest the camera, so a cloud for a network link stays light and no obstacle "
+        "is lost; 0 = off. The cloud is then unorganised (points_organized is ignored).",
+        low=0.0, high=100.0, runtime=True,
+        unit="m", offline="--points-voxel-size")
+    input_rectified: bool = setting(
+        False, "true: the image is rectified (image_rect), use "
+        "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
+        "here first when D is not zero.", runtime=True,
+        offline="--input-rectified")
+    fallback_hfov_deg: float = setting(
+        60.0, "Horizontal field of view for a guessed pinhole "
+        "model when no usable CameraInfo arrives.", low=1.0, high=179.0, runtime=True,
+        unit="deg", offline="--fallback-hfov")
+    host_threads: int = setting(
+        0, "Threads for the host work around inference (the depth "
+        "view beside the cloud; the segmentation argmax and confidence split by class "
+        "between at most two); 0 = auto: the cores this process may use, at most 4.",
+        low=0, high=64,
+        offline="--host-threads", affects_output=False)
+    diagnostics_period: float = setting(
+        1.0, "Seconds between /diagnostics messages.",
+        low=0.05, high=3600.0,
+        unit="s")
+    input_qos: str = setting(
+        "auto", "Camera subscription QoS: 'auto' matches the camera "
+        "publisher's reliability (history depth 1) and re-checks when it appears; "
+        "'sensor_data' (best effort, REP 2003) or 'reliable' force one.",
+        choices=INPUT_QOS)
+    camera_info_qos: str = setting(
+        "auto", "camera_info subscription QoS: 'auto' is input_qos, "
+        "but reliable transient-local (depth 1) when every camera_info publisher is "
+        "transient-local (a driver that latches its CameraInfo once); 'transient_local', "
+        "'sensor_data' or 'reliable' force one.", choices=CAMERA_INFO_QOS)
+    camera_info_slop: float = setting(
+        0.05, "When no CameraInfo is stamped at or before an image, "
+        "use the first one stamped at most this long (s) after it (drivers that stamp "
+        "CameraInfo on another clock); until the first CameraInfo arrives, a frame waits "
+        "at most this long for it (once).", low=0.0, high=10.0, runtime=True,
+        unit="s", offline="--camera-info-slop")
+    cameras: tuple[str, ...] = setting(
+        [""], "Several cameras, one model: camera names, e.g. [front, rear]. "
+        "Each camera subscribes to <name>/image (or <name>/image/compressed) and "
+        "<name>/camera_info and publishes every output under <name>/, stamped with its "
+        "header; cameras take turns on the model. [] or [''] = one camera on image and "
+        "camera_info.", check=camera_names_problem)
+    use_lifecycle: bool = setting(
+        False, "Run as a managed (lifecycle) node: configure loads the "
+        "model, activate starts publishing, deactivate stops inference, cleanup frees "
+        "the model.")
+    input_compressed: bool = setting(
+        False, "Subscribe to image/compressed (JPEG/PNG) instead "
+        "of image.")
+    jpeg_quality: int = setting(
+        80, "JPEG quality (1-100) of depth/colored/compressed, "
+        "normals/colored/compressed and segmentation/colored/compressed.", low=1,
+        high=100, runtime=True, offline="--jpeg-quality")
+    png_level: int = setting(
+        3, "zlib level (0-9) of the PNG in depth/image/compressedDepth and "
+        "segmentation/labels/compressed: higher is smaller and slower.", low=0, high=9,
+        runtime=True, offline="--png-level")
+    compressed_depth_max: float = setting(
+        10.0, "depth/image/compressedDepth: depth at or past "
+        "this (m) is sent as invalid (compressed_depth_image_transport's depth_max).",
+        low=1.0, high=100.0, runtime=True, unit="m", offline="--compressed-depth-max")
+    compressed_depth_quantization: float = setting(
+        100.0, "depth/image/compressedDepth (32FC1): "
+        "the depth (m) at which one step of the 16-bit inverse depth is 1 m "
+        "(compressed_depth_image_transport's depth_quantization); the error at depth z is "
+        "at most z^2 / (q (q + 1) - z).", low=1.0, high=150.0, runtime=True,
+        unit="m", offline="--compressed-depth-quantization")
+    depth_encoding: str = setting(
+        "32FC1", "depth/image encoding: 32FC1 (metres, NaN invalid) "
+        "or 16UC1 (millimetres, 0 invalid).", choices=DEPTH_ENCODINGS, runtime=True,
+        offline="--depth-format")
+
+    def __post_init__(self) -> None:
+        for spec in PARAMS:
+            value = getattr(self, spec.name)
+            if isinstance(value, list):  # a parameter or flag gives a list: held as a tuple
+                object.__setattr__(self, spec.name, value := tuple(value))
+            problem = spec.problem(value)
+            if problem:
+                raise SettingError(spec, value, problem)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "Settings":
+        """The settings ``values`` (``{setting name: value}``) give, the rest at their
+        defaults; SettingError when one is out of its row."""
+        return cls(**values)
+
+    def values(self) -> dict[str, Any]:
+        """``{setting name: value}``, tuples as lists (as a parameter or YAML file holds them)."""
+        return {spec.name: list(v) if isinstance(v := getattr(self, spec.name), tuple) else v
+                for spec in PARAMS}
+
+    def changed(self, changes: Mapping[str, Any]) -> "Settings":
+        """These settings with ``changes`` (``{setting name: value}``) applied, checked."""
+        return replace(self, **changes)
+
+
+PARAMS: tuple[ParamSpec, ...] = tuple(replace(f.metadata["row"], name=f.name)
+                                      for f in fields(Settings))
+"""The table's rows, in the order of :class:`Settings`' fields."""
+
+PARAMS_BY_NAME = {p.name: p for p in PARAMS}

@@ -1,0 +1,97 @@
+"""The options of ``dense-perception process`` that are the command's own, not the node's
+settings (those are a :class:`~dense_perception.core.settings_table.Settings`): what to read,
+where to write, which outputs, and how to run many inputs.
+
+cli.py makes one :class:`ProcessOptions` from the parsed command line, checked, and hands it
+down with the settings; nothing below cli.py sees the argparse namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .console import CliError
+
+GLOB = re.compile(r"[*?[]")  # a glob, not a path: many inputs
+
+
+def _output(default: Any = None) -> Any:
+    """A field that changes what an output holds: it is part of the fleet's reuse key."""
+    return field(default=default, metadata={"affects_output": True})
+
+
+@dataclass(frozen=True)
+class ProcessOptions:
+    """The command's own options, as given (lists as tuples; ``()`` where a repeatable flag was
+    not given), and ``many``: whether the run is over many inputs (``fleet``)."""
+
+    inputs: tuple[str, ...] = ()
+    out: str | None = None
+    outputs: str = _output("all")            # --outputs, as written (the groups: ModelSession)
+    max_frames: int = _output(0)             # 0 = all
+    camera_info_yaml: str | None = _output()
+    topics: tuple[str, ...] = _output(())    # --topic, repeatable: () = the bag's only one
+    camera_info_topics: tuple[str, ...] = _output(())
+    out_namespace: str | None = _output()
+    bag_format: str = _output("mcap")
+    compressed: str = _output("off")
+    copy: str = _output("all")
+    reference_depth_topic: str | None = _output()
+    verbose: bool = False
+    inputs_from: str | None = None
+    force: bool = False
+    ray: str | None = None                   # None: no Ray; '': a local instance; an address
+    workers: int = 0
+    threads_per_worker: int = 1
+    many: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "ProcessOptions":
+        """The options of the parsed ``process`` command line, checked; CliError says what
+        to fix."""
+        inputs, ray = list(args.input), args.ray
+        if ray and Path(ray).exists():  # '--ray bags/a.mcap ...': an input, not an address
+            inputs, ray = [ray, *inputs], ""
+        if not inputs and args.inputs_from is None:
+            raise CliError("give an input (a file, folder, bag, glob or @LIST)")
+        # Several inputs, a glob, a list or a Ray option; one plain input keeps the one-input
+        # behaviour (its output at --out, no fleet summary).
+        many = (len(inputs) != 1 or args.inputs_from is not None or ray is not None
+                or bool(args.workers)
+                or any(i.startswith("@") or (GLOB.search(i) and not Path(i).exists())
+                       for i in inputs))
+        if many:
+            _check_many(args.out, ray, args.workers, args.threads_per_worker)
+        if args.max_frames < 0:
+            raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
+        return cls(inputs=tuple(inputs), out=args.out, outputs=args.outputs,
+                   max_frames=args.max_frames, camera_info_yaml=args.camera_info_yaml,
+                   topics=tuple(args.topic or ()),
+                   camera_info_topics=tuple(args.camera_info_topic or ()),
+                   out_namespace=args.out_namespace, bag_format=args.bag_format,
+                   compressed=args.compressed, copy=args.copy,
+                   reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
+                   inputs_from=args.inputs_from, force=args.force, ray=ray,
+                   workers=args.workers, threads_per_worker=args.threads_per_worker, many=many)
+
+    def output_values(self) -> dict[str, Any]:
+        """``{option: value}`` of the options that change what an output holds (tuples as
+        lists, as summary.json holds them): the command's part of the fleet's reuse key."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in fields(self) if f.metadata.get("affects_output")}
+
+
+def _check_many(out: str | None, ray: str | None, workers: int, threads: int) -> None:
+    """The options a run over many inputs needs, or CliError."""
+    if not out:
+        raise CliError("many inputs need --out DIR: the folder for one output per input and "
+                       "the fleet summary")
+    if ray is None and (workers > 1 or threads != 1):
+        raise CliError("--workers and --threads-per-worker need --ray (without it the inputs "
+                       "run one after another in this process)")
+    if workers < 0 or threads < 1:
+        raise CliError("--workers must be >= 0 and --threads-per-worker >= 1")
