@@ -1,7 +1,8 @@
 """The offline command's arguments walk down the package and do not keep coming back (issue
 #33): followed with tools/argument_walk.py (every call of the package's functions that is
-handed the argparse namespace, the Settings, the ProcessOptions or the ModelSession), a run
-over one image and one over two images visit each module at most a few times in all, and the
+handed the argparse namespace, the Settings, the ProcessOptions or the ModelSession), the
+one-input path and the many-input path through the code each visit a module again at most
+three times, each further input of a many-input run adds only the per-input loop, and the
 argparse namespace never leaves the command line's glue."""
 
 import cv2
@@ -45,11 +46,20 @@ def test_one_image(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_many_inputs_in_this_process(tmp_path):
-    images = _images(tmp_path, 2)
-    result = walk(["process", *map(str, images), "--model", DA3_TEST_MODEL, "--backend", "cpu",
-                   "--out", str(tmp_path / "out")])
-    _check(result)
-    assert "dense_perception.offline.fleet" in result.visits
+    """The many-input path (an input list with one input: the code's path, walked once), then
+    three inputs: what the further two add is the per-input loop (fleet_jobs, then the input)
+    and nothing else."""
+    images = _images(tmp_path, 3)
+    (tmp_path / "list.txt").write_text(f"{images[0]}\n")
+    one = walk(["process", "--inputs-from", str(tmp_path / "list.txt"), "--model",
+                DA3_TEST_MODEL, "--backend", "cpu", "--out", str(tmp_path / "one")])
+    _check(one)
+    assert "dense_perception.offline.fleet" in one.visits
+    three = walk(["process", *map(str, images), "--model", DA3_TEST_MODEL, "--backend", "cpu",
+                  "--out", str(tmp_path / "three")])
+    assert three.exit_code == 0 and three.visits[:len(one.visits)] == one.visits
+    loop = ["dense_perception.offline.fleet_jobs", "dense_perception.offline.inputs"]
+    assert three.visits[len(one.visits):] == loop * 2, " > ".join(three.visits)
 
 
 def test_visits_rooms_and_re_entries_are_counted_as_documented():

@@ -253,19 +253,7 @@ def run_fleet(session: ModelSession, paths: list[Path],
     if removed:
         say(f"{PROG}: removed {len(removed)} unfinished output(s) of earlier runs from {out_dir}")
 
-    rows: dict[int, dict[str, Any]] = {}
-    jobs: list[dict[str, Any]] = []
-    for job in make_jobs(paths, out_dir, key, run):
-        done = None if options.force else finished_summary(Path(job["final"]), job["key"])
-        if done is not None:
-            rows[job["index"]] = {**job_row(job, "skipped"), **frame_counts(done),
-                                  "seconds": 0.0}
-        else:
-            job["frames"] = frame_count(Path(job["input"]), options)
-            jobs.append(job)
-    for index in sorted(rows):
-        say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
-            f"complete (--force redoes it)")
+    rows, jobs = _skipped_and_to_do(make_jobs(paths, out_dir, key, run), options)
     where = "Ray" if options.ray is not None else "this process"
     say(f"{PROG}: {len(paths)} inputs, {len(jobs)} to do on {where} -> {out_dir}")
 
@@ -299,24 +287,49 @@ def run_fleet(session: ModelSession, paths: list[Path],
         for job in jobs:
             if job["index"] not in rows:  # not reported back: finished meanwhile, or not
                 rows[job["index"]] = _row_of_unreported(job)
-        table = [rows[i] for i in sorted(rows)]
-        frames = sum(r["frames"] for r in table if r["status"] != "skipped")
         report = {"model": session.model_path, "model_sha256": key["model_sha256"],
-                  "options": key["options"], "run": run, **meta, "inputs_total": len(table),
-                  "seconds": round(seconds, 3), "frames": frames,
-                  "fps": round(frames / seconds, 3) if seconds > 0 else None,
-                  "interrupted": interrupted,
-                  "counts": {s: sum(r["status"] == s for r in table)
-                             for s in ("done", "skipped", "failed", "interrupted")},
-                  "inputs": table}
+                  "options": key["options"], "run": run, **meta,
+                  **_tally([rows[i] for i in sorted(rows)], seconds, interrupted)}
         write_fleet_summary(out_dir, report)
     counts = report["counts"]
-    say(f"{PROG}: {len(table)} inputs: {counts['done']} done, {counts['skipped']} skipped, "
-        f"{counts['failed']} failed{', interrupted' if interrupted else ''}; {frames} frames in "
-        f"{seconds:.1f} s ({report['fps'] or 0:.2f} fps) -> {out_dir / FLEET_JSON}")
+    say(f"{PROG}: {report['inputs_total']} inputs: {counts['done']} done, {counts['skipped']} "
+        f"skipped, {counts['failed']} failed{', interrupted' if interrupted else ''}; "
+        f"{report['frames']} frames in {seconds:.1f} s ({report['fps'] or 0:.2f} fps) -> "
+        f"{out_dir / FLEET_JSON}")
     if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_ERROR if counts["failed"] else EXIT_OK
+
+
+def _skipped_and_to_do(jobs: list[dict[str, Any]], options: ProcessOptions
+                       ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    """(the summary rows of the inputs whose output is complete for this key, said as
+    skipped; the jobs still to do, each with the frames it should give for the progress bar)."""
+    rows: dict[int, dict[str, Any]] = {}
+    to_do: list[dict[str, Any]] = []
+    for job in jobs:
+        done = None if options.force else finished_summary(Path(job["final"]), job["key"])
+        if done is not None:
+            rows[job["index"]] = {**job_row(job, "skipped"), **frame_counts(done),
+                                  "seconds": 0.0}
+        else:
+            job["frames"] = frame_count(Path(job["input"]), options)
+            to_do.append(job)
+    for index in sorted(rows):
+        say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
+            f"complete (--force redoes it)")
+    return rows, to_do
+
+
+def _tally(table: list[dict[str, Any]], seconds: float, interrupted: bool) -> dict[str, Any]:
+    """The fleet summary's totals over its rows (``table``, in input order) and the rows."""
+    frames = sum(r["frames"] for r in table if r["status"] != "skipped")
+    return {"inputs_total": len(table), "seconds": round(seconds, 3), "frames": frames,
+            "fps": round(frames / seconds, 3) if seconds > 0 else None,
+            "interrupted": interrupted,
+            "counts": {s: sum(r["status"] == s for r in table)
+                       for s in ("done", "skipped", "failed", "interrupted")},
+            "inputs": table}
 
 
 def _row_of_unreported(job: dict[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,11 @@ guess although the real calibration is at hand.
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from typing import Any, Generic, TypeVar
+
+from ..by_stamp import ByStamp
 
 T = TypeVar("T")
 
@@ -38,15 +39,14 @@ class CameraInfoHistory(Generic[T]):
     """
 
     def __init__(self, limit: int | None = None) -> None:
-        self._stamps: list[int] = []
-        self._items: list[T] = []
+        self._held: ByStamp[T] = ByStamp()
         self._limit = limit
         # The node adds on its executor and chooses on a worker (which may wait for an add).
         self._lock = threading.Condition()
         self._waited_in_vain = False  # a wait for the first CameraInfo ended with none
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._held)
 
     def add(self, stamp: int, item: T) -> None:
         """Keep ``item`` stamped ``stamp`` (ns); a second one with the same stamp replaces it."""
@@ -55,14 +55,9 @@ class CameraInfoHistory(Generic[T]):
             self._lock.notify_all()
 
     def _add(self, stamp: int, item: T) -> None:
-        i = bisect.bisect_left(self._stamps, stamp)
-        if i < len(self._stamps) and self._stamps[i] == stamp:
-            self._items[i] = item
-        else:
-            self._stamps.insert(i, stamp)
-            self._items.insert(i, item)
-        if self._limit is not None and len(self._items) > self._limit:
-            del self._stamps[0], self._items[0]
+        self._held.put(stamp, item)
+        if self._limit is not None and len(self._held) > self._limit:
+            self._held.pop_oldest()
 
     def choose(self, stamp: int, slop: int = 0, wait_s: float = 0.0) -> tuple[T | None, str]:
         """(the item for an image stamped ``stamp``, or None; how it was chosen).
@@ -74,16 +69,17 @@ class CameraInfoHistory(Generic[T]):
         follows the frames promptly and waiting again would only delay them.
         """
         with self._lock:
-            if not self._items and wait_s > 0 and not self._waited_in_vain:
+            held = self._held
+            if not held and wait_s > 0 and not self._waited_in_vain:
                 deadline = time.monotonic() + wait_s
-                while not self._items and self._lock.wait(deadline - time.monotonic()):
+                while not held and self._lock.wait(deadline - time.monotonic()):
                     pass
-                self._waited_in_vain = not self._items
-            if not self._items:
+                self._waited_in_vain = not held
+            if not held:
                 return None, NONE_RECEIVED
-            i = bisect.bisect_right(self._stamps, stamp) - 1
+            i = held.at_or_before(stamp)
             if i >= 0:
-                return self._items[i], MATCHED if self._stamps[i] == stamp else LATEST_BEFORE
-            if self._stamps[0] - stamp <= slop:
-                return self._items[0], AFTER_WITHIN_SLOP
+                return held.items[i], MATCHED if held.stamps[i] == stamp else LATEST_BEFORE
+            if held.stamps[0] - stamp <= slop:
+                return held.items[0], AFTER_WITHIN_SLOP
             return None, NONE_BEFORE

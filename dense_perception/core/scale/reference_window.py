@@ -11,9 +11,10 @@ frame), and again after inference for one that arrived after the image.
 
 from __future__ import annotations
 
-import bisect
 import threading
 from typing import Generic, Iterator, TypeVar
+
+from ..by_stamp import ByStamp
 
 T = TypeVar("T")
 
@@ -31,18 +32,17 @@ class ReferenceWindow(Generic[T]):
         by time, only by ``max_count`` and ``max_bytes``)."""
         self.span_s = span_s
         self.max_count, self.max_bytes = max_count, max_bytes
-        self._stamps: list[int] = []
-        self._items: list[tuple[T, int]] = []  # (item, its size in bytes)
+        self._held: ByStamp[tuple[T, int]] = ByStamp()  # (item, its size in bytes)
         self._bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._held)
 
     def __iter__(self) -> Iterator[T]:
         """The items held now, oldest stamp first (a snapshot)."""
         with self._lock:
-            return iter([item for item, _ in self._items])
+            return iter([item for item, _ in self._held.items])
 
     @property
     def nbytes(self) -> int:
@@ -53,27 +53,18 @@ class ReferenceWindow(Generic[T]):
         """Keep ``item`` stamped ``stamp`` (ns), ``nbytes`` large; a second one with the same
         stamp replaces it. Then drop what is beyond the window or the caps, oldest first."""
         with self._lock:
-            i = bisect.bisect_left(self._stamps, stamp)
-            if i < len(self._stamps) and self._stamps[i] == stamp:
-                self._bytes -= self._items[i][1]
-                self._items[i] = (item, nbytes)
-            else:
-                self._stamps.insert(i, stamp)
-                self._items.insert(i, (item, nbytes))
-            self._bytes += nbytes
-            oldest = self._stamps[-1] - int(self.span_s * 1e9) if self.span_s > 0 else None
-            while len(self._items) > 1 and (
-                    len(self._items) > self.max_count or self._bytes > self.max_bytes
-                    or (oldest is not None and self._stamps[0] < oldest)):
-                del self._stamps[0]
-                self._bytes -= self._items.pop(0)[1]
+            held = self._held
+            replaced = held.put(stamp, (item, nbytes))
+            self._bytes += nbytes - (replaced[1] if replaced is not None else 0)
+            oldest = held.stamps[-1] - int(self.span_s * 1e9) if self.span_s > 0 else None
+            while len(held) > 1 and (
+                    len(held) > self.max_count or self._bytes > self.max_bytes
+                    or (oldest is not None and held.stamps[0] < oldest)):
+                self._bytes -= held.pop_oldest()[1]
 
     def nearest(self, stamp: int, slop: int) -> tuple[T | None, int]:
         """(the item stamped nearest ``stamp`` within ``slop`` ns, or None; its distance in ns)."""
         with self._lock:
-            i = bisect.bisect_left(self._stamps, stamp)
-            best, best_dt = None, slop + 1
-            for j in (i - 1, i):
-                if 0 <= j < len(self._stamps) and abs(self._stamps[j] - stamp) < best_dt:
-                    best, best_dt = self._items[j][0], abs(self._stamps[j] - stamp)
-            return (best, best_dt) if best is not None else (None, 0)
+            i = self._held.nearest(stamp)
+            dt = abs(self._held.stamps[i] - stamp) if i >= 0 else slop + 1
+            return (self._held.items[i][0], dt) if dt <= slop else (None, 0)
