@@ -16,7 +16,7 @@ from .confidence import PROBABILITY, QUANTILE, confident_pixels
 from .scheduling.host_threads import HostThreads, resolve_host_threads
 from .geometry.fit import FitPlan, Interp, make_fit_plan
 from .geometry.intrinsics import Intrinsics
-from .scale.metric_scale import (ESTIMATED_SOURCES, DepthScaler, ScaleReport,
+from .scale.metric_scale import (DepthScaler, ScaleReport,
                                  fixed_scale_report, relative_output_problem,
                                  scale_is_estimated, withholds_depth)
 from .models import CONFIDENCE_KIND, ModelSpec
@@ -107,8 +107,8 @@ class DensePipeline:
             if depth_i is not None and (request.depth or request.depth_colored or request.points):
                 # An estimated scale is applied in finish(); relative_depth_scale is the
                 # asserted one ('fixed') or a unitless multiplier ('none').
-                scale = 1.0 if spec.metric_depth or config.depth_scale_source in \
-                    ESTIMATED_SOURCES else config.relative_depth_scale
+                scale = 1.0 if spec.metric_depth or scale_is_estimated(
+                    spec.metric_depth, config.depth_scale_source) else config.relative_depth_scale
                 raw.depth = post.depth_from_output(outputs[depth_i], scale,
                                                    spec.inverse_depth)
             normals_i = spec.output_index("normals")
