@@ -106,7 +106,10 @@ def walk(argv: list[str]) -> Walk:
             return
         carriers = tuple(type(v).__name__ for v in arguments(frame) if is_carrier(v))
         if carriers:
-            result.calls.append(Call(module, frame.f_code.co_qualname, carriers))
+            # co_qualname (the class too) is Python 3.11+; 3.10 has the bare name
+            code = frame.f_code
+            result.calls.append(Call(module, getattr(code, "co_qualname", code.co_name),
+                                     carriers))
 
     sys.setprofile(profile)
     try:
