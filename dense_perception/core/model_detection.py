@@ -3,7 +3,7 @@ kind the settings force, ``depth`` included (never chosen by ``auto``)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from .depth_model import DepthOptions, depth_model_spec, depth_suggestion
 from .models import (DEPTH_TYPE, MODEL_SPECS, MODEL_TYPES, ModelSignatureError, ModelSpec,
@@ -12,7 +12,8 @@ from .models import (DEPTH_TYPE, MODEL_SPECS, MODEL_TYPES, ModelSignatureError, 
 
 def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]],
                       model_type: str = "auto", source: str = "the model file",
-                      output_names: Sequence[str] = (), depth: Any = None) -> ModelSpec:
+                      output_names: Sequence[str] = (),
+                      depth: DepthOptions | None = None) -> ModelSpec:
     """Return the spec whose signature the file has; ``model_type`` forces one kind.
 
     ``output_names`` (the file's, in output order; see ``TfliteSignature.output_names``) tell

@@ -10,7 +10,6 @@ several settings (and the model) live here.
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Any, Mapping
 
 from .backends.runner import BackendConfig
 from .compressed import CompressionConfig
@@ -97,15 +96,14 @@ def camera_heights_problem(settings: Settings) -> str | None:
     return None
 
 
-def ignored_camera_height(settings: Settings, changes: Mapping[str, Any]) -> str | None:
-    """Why changing ``camera_height`` would be ignored (None: it would not): while
-    ``camera_heights`` is set each camera uses its own entry, so the change is refused."""
-    new = changes.get("camera_height", settings.camera_height)
-    heights = changes.get("camera_heights", settings.camera_heights)
-    if new == settings.camera_height or not heights or list(heights) == [0.0]:
+def ignored_camera_height(current: Settings, changed: Settings) -> str | None:
+    """Why the change from ``current`` to ``changed`` of ``camera_height`` would be ignored
+    (None: it would not): while ``camera_heights`` is set each camera uses its own entry, so
+    the change is refused."""
+    if changed.camera_height == current.camera_height or not per_camera_heights(changed):
         return None  # not changed, or used
     return (f"camera_height is not used while camera_heights is set "
-            f"({list(heights)}): set camera_heights (one height per camera, "
+            f"({list(changed.camera_heights)}): set camera_heights (one height per camera, "
             "in the order of cameras) instead, or set camera_heights to [0.0] with it to use "
             "camera_height for every camera")
 

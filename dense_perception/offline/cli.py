@@ -30,7 +30,7 @@ from .inputs import BAG_COMPRESSED
 from .process import COPY_MODES, ModelSession, default_out, input_kind
 from .process_options import ProcessOptions
 from .scale_options import ScaleOptionError, add_scale_arguments
-from .settings_args import add_setting_arguments, settings_from_args
+from .settings_args import DEPTH_FORMATS, add_setting_arguments, settings_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", default="all", help="comma-separated subset of depth, "
                    "depth_confidence (DA3 files with confidence), normals, seg, points "
                    "(default: all the model provides)")
-    p.add_argument("--depth-format", choices=("npy", "png16"), default="npy",
+    p.add_argument("--depth-format", choices=tuple(DEPTH_FORMATS.values()), default="npy",
                    help="depth data: float32 metres (.npy files / 32FC1 in bags) or 16-bit "
                    "millimetres (PNG files / 16UC1 in bags)")
     # The node's settings, from the one table (defaults, choices and ranges the node's).

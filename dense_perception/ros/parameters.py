@@ -12,7 +12,7 @@ while it is configured.
 from __future__ import annotations
 
 import array
-from typing import Any
+from typing import Any, Iterable
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
@@ -90,14 +90,15 @@ def parameter_value(node: Node, spec: ParamSpec) -> Any:
         raise
 
 
-def unread_setting(metric_depth: bool, current: Settings,
-                   changes: dict[str, Any]) -> str | None:
-    """Why one of ``changes`` would be accepted and ignored: a scale setting that this model,
-    or the node's depth_scale_source, never reads (None: each is read, or does not change)."""
+def unread_setting(metric_depth: bool, current: Settings, changed: Settings,
+                   names: Iterable[str]) -> str | None:
+    """Why one of the settings ``names`` changed from ``current`` to ``changed`` would be
+    accepted and ignored: a scale setting that this model, or the node's depth_scale_source,
+    never reads (None: each is read, or does not change)."""
     source = current.depth_scale_source
-    for name, value in changes.items():
+    for name in names:
         readers = SCALE_READERS.get(name)
-        if readers is None or current.changed({name: value}) == current:
+        if readers is None or getattr(changed, name) == getattr(current, name):
             continue
         if metric_depth:
             return (f"{name} has no effect: this model's depth is metric (the scale settings "
@@ -152,8 +153,8 @@ def check_changes(current: Settings, params: list, metric_depth: bool | None = N
     except SettingError as exc:
         return SetParametersResult(successful=False, reason=str(exc))
     # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
-    problem = ignored_camera_height(current, changes) or (
-        None if metric_depth is None else unread_setting(metric_depth, current, changes)
+    problem = ignored_camera_height(current, changed) or (
+        None if metric_depth is None else unread_setting(metric_depth, current, changed, changes)
         or camera_heights_problem(changed) or depth_units_problem(changed, metric_depth))
     if problem:
         return SetParametersResult(successful=False, reason=problem)

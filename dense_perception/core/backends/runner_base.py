@@ -85,6 +85,8 @@ def gpu_details(runner: object) -> dict[str, str]:
         "gpu timeout (s)": f"{getattr(runner, 'timeout_s', float('nan')):g}",
         "gpu worker restarts": str(getattr(runner, "restarts", 0)),
     }
+
+
 def npu_details(runner: object) -> dict[str, str]:
     """Diagnostic key/values for an NPU runner (vendor, device, plugin, acceleration, compile
     or cache time); {} for others."""
@@ -98,6 +100,8 @@ def npu_details(runner: object) -> dict[str, str]:
         "npu compile": getattr(runner, "compile_note", "-"),
         "npu worker restarts": str(getattr(runner, "restarts", 0)),
     }
+
+
 def litert_version() -> str:
     """The installed ai-edge-litert version."""
     import ai_edge_litert  # LiteRT loads when a model does: the settings and --help need none

@@ -84,7 +84,6 @@ def depth_to_points(depth: np.ndarray, k: Intrinsics, *, stride: int = 1,
     return kept.view(dtype)[:, 0]
 
 
-
 def nearest_per_voxel(points: np.ndarray, size: float) -> np.ndarray:
     """One point per occupied cube of edge ``size`` (m) of an unorganised cloud: the one
     nearest the camera (the origin), so every occupied cube keeps a point and its nearest

@@ -83,6 +83,13 @@ class Plane:
     share: float        # of the lower view's points within the inlier band
 
 
+def plane_offset(points: np.ndarray, normal: np.ndarray, d: float) -> np.ndarray:
+    """Each point's signed offset from the plane n . p = d, as a fraction of d: 0 on it,
+    positive beneath it (farther along n). einsum, not @: an inner size of 3 through BLAS costs
+    more than it computes (see the scoring in :func:`level_planes`)."""
+    return np.einsum("ij,j->i", points, normal) / d - 1.0
+
+
 def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
                  tolerance: float = GROUND_INLIER_TOLERANCE,
                  iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
@@ -155,7 +162,7 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
             counts[best] = 0
             continue
         normal, d = plane
-        inliers = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance
+        inliers = np.abs(plane_offset(points, normal, d)) <= tolerance
         if local is not None and not _surface_agrees(local[inliers], normal):
             counts[best] = 0  # a wedge across a step's riser and the floor before it
             continue
@@ -208,7 +215,7 @@ def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_
         d = float(np.dot(normal, centre))  # 3-vectors: no BLAS
         if d <= 0:
             return None
-        residual = np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0)  # fraction of d
+        residual = np.abs(plane_offset(points, normal, d))
         # Narrow the band to the scatter of this round's inliers (see level_planes).
         scatter = 3.0 * 1.4826 * float(np.median(residual[inliers]))
         band = min(band, max(scatter, GROUND_MIN_BAND))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ground_plane import GROUND_INLIER_TOLERANCE, Plane, refine_plane
+from .ground_plane import GROUND_INLIER_TOLERANCE, Plane, plane_offset, refine_plane
 
 FOOT_CONTEST = 0.25   # a second plane, or columns cut off, with this share of the votes: withhold
 FOOT_SHARE = 0.25     # the floor is refitted from this share of it nearest the robot
@@ -54,7 +54,7 @@ def choose_floor(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
     if not planes or not n_cols:
         return FloorChoice(planes, votes, raised, cut, 0)
     everyone = np.arange(len(points))
-    residual = np.stack([np.einsum("ij,j->i", points, p.normal) / p.d - 1.0 for p in planes],
+    residual = np.stack([plane_offset(points, p.normal, p.d) for p in planes],
                         axis=1)                      # N x planes, fraction of each d
     nearest = np.argmin(np.abs(residual), axis=1)
     label = np.where(np.abs(residual[everyone, nearest]) <= tolerance, nearest, -1)
@@ -101,14 +101,14 @@ def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
     narrowing refinement keeps such a compromise when it starts from it. Started from the part
     of the plane nearest the robot, it converges on the floor the robot stands on.
     """
-    inliers = np.abs(np.einsum("ij,j->i", points, plane.normal) / plane.d - 1.0) <= tolerance
+    inliers = np.abs(plane_offset(points, plane.normal, plane.d)) <= tolerance
     rows = cells[:, 0]
     seed = inliers & (rows >= np.quantile(rows[inliers], 1.0 - FOOT_SHARE))
     found = refine_plane(points, seed, tolerance, max_tilt_deg) if seed.sum() >= 3 else None
     if found is None:
         return plane
     normal, d = found
-    share = float(np.mean(np.abs(np.einsum("ij,j->i", points, normal) / d - 1.0) <= tolerance))
+    share = float(np.mean(np.abs(plane_offset(points, normal, d)) <= tolerance))
     return Plane(normal, d, share)
 
 
