@@ -1,0 +1,1 @@
+"""The camera's own motion: poses and trajectories, depth aligned over time, metres from moving."""
