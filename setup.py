@@ -29,7 +29,7 @@ setup(
     package_data={f"{PACKAGE}.core": ["data/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
-        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}", ["package.xml", "LICENSE"]),  # Apache-2.0 asks for its text
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")
          + glob("config/*.json")),
