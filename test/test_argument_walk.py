@@ -1,5 +1,5 @@
-"""The offline command's arguments walk down the package and do not keep coming back (issue
-#33): followed with tools/argument_walk.py (every call of the package's functions that is
+"""The offline command's arguments walk down the package and do not keep coming back:
+followed with tools/argument_walk.py (every call of the package's functions that is
 handed the argparse namespace, the Settings, the ProcessOptions or the ModelSession), the
 one-input path and the many-input path through the code each visit a module again at most
 three times, each further input of a many-input run adds only the per-input loop, and the

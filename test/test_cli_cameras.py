@@ -87,7 +87,7 @@ def test_several_topics_refuse_one_camera_options(tmp_path, capsys):
     assert code != 0 and "--out-namespace names one camera's topic" in stderr
 
 
-# ---- issue 31: each camera its own calibration ----------------------------------------------------
+# ---- each camera its own calibration -------------------------------------------------------------
 def write_front_info_only_bag(path):
     """/front/image and /rear/image, two cameras of one model (64x48 frames), but a CameraInfo
     for the front camera only."""

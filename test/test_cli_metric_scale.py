@@ -162,7 +162,7 @@ def conversions_array(msg):
 
 @pytest.mark.timeout(120)
 def test_a_folder_of_photos_gives_each_its_own_scale(tmp_path, capsys):
-    """Unrelated photos (issue 21, 3): each image's depth from its own floor, none filtered
+    """Unrelated photos: each image's depth from its own floor, none filtered
     with another's or held from one: a photo with no floor gets no depth file, and the summary
     counts it. (Filtered, the third photo got the mean of the first and third scales, 22 %
     off, and the second the first one's.)"""
@@ -211,7 +211,7 @@ def test_a_bags_held_scale_expires(tmp_path, capsys):
     assert [s is not None for s in summary["scale_per_frame"]] == [True] * 4 + [False] * 2
 
 
-# ---- issue 31: the node's CameraInfo rule offline; a guessed camera never enters the filter ----
+# ---- the node's CameraInfo rule offline; a guessed camera never enters the filter -------------
 # A level camera 1.0 m above the floor with a 90 deg lens (fx = 252 on the 504 px width), a wall
 # 2 m ahead, painted at s = 0.42: the 60 deg pinhole guess sees its floor 1.73x too near.
 WIDE = Scene(height=1.0, pitch_deg=0.0, wall=2.0, fx=(WIDTH / 2) / math.tan(math.radians(45.0)))

@@ -1,5 +1,5 @@
-"""DA3's confidence output (``depth/confidence``) and ``points_min_confidence`` (issue #25, items
-2 and 4), through real LiteRT with the bundled test models: the DA3 confidence model's
+"""DA3's confidence output (``depth/confidence``) and ``points_min_confidence``,
+through real LiteRT with the bundled test models: the DA3 confidence model's
 confidence is 1 + exp of the ImageNet-normalised blue (model_truth.da3_confidence_of), so a
 test paints confidence with the blue channel and depth with the red one."""
 

@@ -200,8 +200,8 @@ def depth_frames(output):
 
 @pytest.mark.timeout(120)
 def test_an_input_is_never_skipped_because_of_another_inputs_output(tmp_path):
-    """Issue #21: run 1 on A/rec and B/rec, run 2 on 0/rec A/rec B/rec gave no output for 0/rec
-    (skipped: A's output had its name) and swapped A's and B's. Then bags recorded again at
+    """Run 1 on A/rec and B/rec, then run 2 on 0/rec A/rec B/rec: 0/rec gets its own output
+    (not skipped for A's output of the same name) and A's and B's stay apart. Then bags recorded again at
     the same paths are processed again: B with more frames, A the same bytes at a later time."""
     frames = {"0": 1, "A": 2, "B": 3}  # a frame count per bag tells the outputs apart
     recs = {folder: write_bag(tmp_path / folder / "rec", "mcap", frames=n)

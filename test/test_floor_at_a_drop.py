@@ -1,4 +1,4 @@
-"""Issue 31, item 1: the scale comes from the floor the robot stands on, never from a lower
+"""The scale comes from the floor the robot stands on, never from a lower
 floor beyond an edge nor from a desk; where the robot's floor cannot be told, it is withheld
 with a reason.
 

@@ -134,7 +134,7 @@ def _import_graph() -> dict[str, set[str]]:
 
 
 def test_the_package_import_graph_has_no_cycles():
-    """Imports go one way (issue #23): every module's imports, function-level ones included,
+    """Imports go one way: every module's imports, function-level ones included,
     form a graph without a cycle, so no module needs another that needs it back."""
     import graphlib
     graph = _import_graph()
@@ -146,8 +146,7 @@ def test_the_package_import_graph_has_no_cycles():
 
 
 def test_tests_import_shared_helpers_from_the_support_package():
-    """No test imports conftest as a module or edits sys.path: shared code is in test/support/
-    (issue #23)."""
+    """No test imports conftest as a module or edits sys.path: shared code is in test/support/."""
     offenders = []
     for path in [*(REPO / "test").glob("*.py"), *(REPO / "test" / "support").glob("*.py")]:
         text = path.read_text()

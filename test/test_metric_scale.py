@@ -229,7 +229,7 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     assert len(products.points) > 0.9 * z.size
 
 
-# ---- issue 21: the floor, not the largest level surface; a held scale expires; photos ----------
+# ---- the floor, not the largest level surface; a held scale expires; photos --------------------
 def painted(scene, s):
     """The relative depth the DA3 test model gives for ``scene`` painted at scale ``s``."""
     z, surface = scene.depth_and_surface()
@@ -356,7 +356,7 @@ def test_per_frame_scales_are_each_frames_own():
     assert report.scale is None and not report.metric and "no plane" in report.reason
 
 
-# ---- issue 31: the filter belongs to one camera ---------------------------------------------------
+# ---- the filter belongs to one camera ------------------------------------------------------------
 def test_a_change_of_intrinsics_restarts_the_filter():
     """Four frames through a 420 px lens, then the camera zooms to 600 px and DA3's own scale
     of the new view is 1.6x the old one: the first zoomed frame is metres (the filter starts

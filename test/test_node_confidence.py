@@ -1,4 +1,4 @@
-"""depth/confidence and points_min_confidence through the node, over real DDS (issue #25)."""
+"""depth/confidence and points_min_confidence through the node, over real DDS."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 31, item 1, through the node over DDS: at the top of a drop the node publishes metres
+"""Through the node over DDS: at the top of a drop the node publishes metres
 from the floor the robot stands on, not from the lower floor beyond the edge.
 
 Level camera 1.0 m up (fx 600 on the 504 x 896 frame, ``fit:=stretch``); its floor ends 2.2 m

@@ -241,7 +241,7 @@ def test_fixed_scale_is_asserted_and_metric_models_ignore_the_source(harness_fac
     assert values["depth scale source"] == "model" and "depth scale age (s)" not in values
 
 
-# ---- issue 21: the floor beside a larger desk, a desk alone, and a held scale's age ----------
+# ---- the floor beside a larger desk, a desk alone, and a held scale's age --------------------
 @pytest.mark.timeout(120)
 def test_the_floor_beside_a_larger_desk_gives_metres(harness_factory):
     """Camera 1.0 m up; a desk top 0.4 m below it covers more of the lower view (25 %) than
@@ -321,7 +321,7 @@ def test_a_held_scale_expires(harness_factory):
     assert values["depth units"].startswith("relative: the scale from ground_plane expired")
 
 
-# ---- issue 31: reference depth on a slow model; a guessed camera never enters the filter -----
+# ---- reference depth on a slow model; a guessed camera never enters the filter ---------------
 def _stream_references_and_frames(h, scene, s, stop, sent, start_sec=500, hz=30, every=6):
     """Play a depth sensor at ``hz`` (a quarter-resolution dense reference of ``scene``, each
     stamped on a clock that advances 1/hz per message) and, on every ``every``-th stamp, the

@@ -1,5 +1,5 @@
 """``dense-perception process`` writes DA3's confidence like its depth: a bag topic
-(``<namespace>/depth/confidence``, 32FC1) or ``depth_confidence/<stem>.npy`` (issue #25)."""
+(``<namespace>/depth/confidence``, 32FC1) or ``depth_confidence/<stem>.npy``."""
 
 import cv2
 import numpy as np

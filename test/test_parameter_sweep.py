@@ -1,6 +1,6 @@
 """Every setting of the table, over real rclpy (the SetParameters service, called from a client
 node): each one the node takes at runtime changes what it says on the next frame (its outputs or
-its diagnostics), and each one it does not take is refused with a reason (issue #31). The
+its diagnostics), and each one it does not take is refused with a reason. The
 runtime list is derived from the table, so a new runtime setting fails here until its effect is
 checked. (The offline flags: test_settings.py.)"""
 

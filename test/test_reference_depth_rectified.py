@@ -1,5 +1,5 @@
 """A reference depth (LiDAR, ToF) registered to the RAW image, for a raw image the pipeline
-rectifies (issue 21, 6): its pixels must go through the same undistortion, R and P as the
+rectifies: its pixels must go through the same undistortion, R and P as the
 image before the metric / relative ratios are taken.
 
 The truth is written out independently (``camera_scenes``: the lens models and their Newton

@@ -139,9 +139,9 @@ def test_best_available_is_there_from_iron_on():
 
 
 def test_harness_executor_survives_a_waitable_destroyed_after_collection(context):
-    """rclpy issue 1284, made deterministic: a QoS event handler whose destruction was requested
-    while it is still in its node's list (as when another thread destroys the subscription
-    between the executor's collection and its wait). A plain executor raises out of spin_once;
+    """https://github.com/ros2/rclpy/issues/1284, made deterministic: a QoS event handler whose
+    destruction was requested while it is still in its node's list (as when another thread
+    destroys the subscription between the executor's collection and its wait). A plain executor raises out of spin_once;
     the harness's executor carries on and still delivers messages afterwards."""
     node = rclpy.create_node("compat_race", context=context)
     got = threading.Event()

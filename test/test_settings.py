@@ -1,4 +1,4 @@
-"""One settings table for the node and ``dense-perception process`` (issue #23): the same
+"""One settings table for the node and ``dense-perception process``: the same
 defaults, ranges and configuration, and the same output for the same input."""
 
 import inspect

@@ -1,4 +1,4 @@
-"""Follow the offline command's arguments through the package (issue #33): which modules they
+"""Follow the offline command's arguments through the package: which modules they
 visit, in call order, and how often they come back to one.
 
     python tools/argument_walk.py [-v] process IMAGE --model M [--out OUT] [...]

@@ -4,7 +4,7 @@
 # GPU-vs-CPU fidelity through the pipeline beside the cards' figures, and the node's two-stage
 # worker structure (inference thread + post-processing thread, fed 30 fps) vs bare invoke.
 #
-# Run on an NVIDIA H200 (driver 580.159.04) on 2026-12-04; its figures are in docs/gpu.md's
+# Its figures from an NVIDIA H200 (driver 580.159.04) are in docs/gpu.md's
 # 'Measured on a real GPU'. The loader found NVIDIA's ICD without VK_DRIVER_FILES there. Three steps:
 #
 #   1. Here (this machine, repo root), once:       tools/device_gpu_check.sh prep

@@ -42,7 +42,8 @@ import numpy as np
 PUBLISHED = "da3_gpu_504x896_fp16.tflite"
 CARD_PI5_MS = 4201.0  # DA3-Small card: Raspberry Pi 5, XNNPACK, 4 threads, published file
 DA3_LONG_SIDE = 504   # DA3's own process_res, export-da3's default
-GOAL_FP16, GOAL_INT8, GOAL_INT8_CORR = 4.0, 8.0, 0.999  # issue #25 item 5
+# The menu's goals against the card's graph: fp16 weights >= 4x, int8 >= 8x at corr >= 0.999
+GOAL_FP16, GOAL_INT8, GOAL_INT8_CORR = 4.0, 8.0, 0.999
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def measure(folder: Path, threads: int, rounds: int, fp16_arith: bool = True) ->
 
 
 def goals(rows: list[dict], cpu: dict) -> list[str]:
-    """Issue #25's goals, each with the measured figure and whether this CPU shows it."""
+    """The menu's goals, each with the measured figure and whether this CPU shows it."""
     lines = []
     for weights, goal in (("fp16", GOAL_FP16), ("int8", GOAL_INT8)):
         row = next((r for r in rows if r["weights"] == weights and r["arith"] == "fp32"

@@ -3,8 +3,9 @@
 They exist only while the node is active and an output has a subscriber, so an idle node
 receives (and deserialises) no frames, as depth_image_proc does. Their QoS follows
 ``input_qos``: ``auto`` matches the camera publisher's reliability with history depth 1 (as
-image_proc does, image_pipeline issue 814) and is checked again when a publisher appears: a
-best-effort subscription to a reliable 1280x720 camera loses most frames in Fast DDS.
+image_proc does: https://github.com/ros-perception/image_pipeline/issues/814) and is checked
+again when a publisher appears: a best-effort subscription to a reliable 1280x720 camera loses
+most frames in Fast DDS.
 
 ``camera_info`` follows ``camera_info_qos``: ``auto`` is as ``input_qos``, except that when every
 camera_info publisher is transient-local (a driver that latches its CameraInfo once, maybe long

@@ -1,4 +1,4 @@
-"""Scenes of the robot's own floor (issue 31): metric depth written out by ray-plane intersection.
+"""Scenes of the robot's own floor: metric depth written out by ray-plane intersection.
 
 World frame: X right, Y forward (horizontal), Z up; the camera's optical centre at (0, 0, h),
 pitched down by ``pitch_deg``. Each surface is a plane n . P = c with bounds; depth is z (REP

@@ -43,7 +43,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
 
 
 class RaceTolerantExecutor(SingleThreadedExecutor):
-    """A single-threaded executor that survives rclpy issue 1284.
+    """A single-threaded executor that survives https://github.com/ros2/rclpy/issues/1284.
 
     rclpy collects the nodes' waitables (every publisher and subscription carries QoS event
     handlers) and then adds each to the wait set, also one whose destruction was requested
