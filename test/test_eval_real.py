@@ -11,7 +11,7 @@ from support.common import REPO
 from tools.real_scenes import REAL_SCENES, available
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
-                                "frames and PyD-Net++; see the issue's shared data)")
+                                "frames and PyD-Net++; see docs/accuracy.md)")
 
 
 def test_eval_real_writes_the_accuracy_table(tmp_path):

@@ -1,4 +1,4 @@
-"""The fast host path (issue: host path at GPU speed) against formulas written out here.
+"""The fast host path (what a GPU host waits on) against formulas written out here.
 
 Each rewrite either gives the same values as the plain numpy formula (argmax, the softmax
 maximum, the normalisation table, the normals, the labels' colours, the packed cloud colour) or

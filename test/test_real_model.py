@@ -21,7 +21,7 @@ from dense_perception.core.frame_data import Request
 from dense_perception.core.settings_table import Settings
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
-                                "frames and PyD-Net++; see the issue's shared data)")
+                                "frames and PyD-Net++; see docs/accuracy.md)")
 IDS = [f.name for f in FRAMES]
 # A ground-plane scale given with confidence may be off the best single scale by at most 25 %:
 # the delta < 1.25 band, beyond which a pixel counts as wrong even where the model's shape is

@@ -12,7 +12,7 @@ from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_err
 pytest.importorskip("rclpy")
 pytestmark = [pytest.mark.ros,
               pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
-                                 "frames and PyD-Net++; see the issue's shared data)")]
+                                 "frames and PyD-Net++; see docs/accuracy.md)")]
 
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402

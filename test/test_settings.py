@@ -46,7 +46,7 @@ def test_every_output_affecting_node_parameter_is_an_offline_flag_with_its_defau
     for spec in PARAMS:
         if spec.offline is not None and spec.name != "model_path":
             assert values[spec.name] == spec.default, spec.name
-    # the ones the issue found missing offline
+    # a few flags away from their defaults, the renamed --depth-format among them
     args = parse("--cpu-precision", "fp16", "--gpu-precision", "fp32",
                  "--depth-scale-min-inliers", "0.5", "--no-points-rgb", "--depth-format", "png16")
     values = setting_values(args)

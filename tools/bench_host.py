@@ -1,7 +1,7 @@
 """The host path through the node over DDS: per 1280x720 frame, the node's own stage means from
 /diagnostics (everything but inference), with every output subscribed and with depth only.
 
-The issue's set-up: the bundled test models (inference about 1 and 14 ms), 1280x720 bgr8 at
+The set-up: the bundled test models (inference about 1 and 14 ms), 1280x720 bgr8 at
 5 Hz with CameraInfo, default parameters (DA3: ``depth_scale_source: fixed``, so that it has
 points), ``points_stride`` 2 and 1. Host ms = preprocess + extract + postprocess + publish (the
 sub-stages scale and labels_confidence are parts of them); the host ceiling is 1000 / host ms,
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reliable", action="store_true",
                         help="play the frames reliable, so that every frame reaches the node")
     parser.add_argument("--fps", type=float, default=5.0,
-                        help="the camera's frame rate (5: the issue's set-up; a higher rate "
+                        help="the camera's frame rate (5: the default set-up; a higher rate "
                              "keeps the cores from idling between frames, as on a GPU host)")
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=sorted(MODELS))
     parser.add_argument("--before", type=Path, default=None,

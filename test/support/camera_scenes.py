@@ -7,7 +7,8 @@ compute depth as a linear function of colour, so painting each pixel with the co
 "depth" is the true Z along that pixel's ray makes the model's output the truth; any error in the
 points is then the package's geometry.
 
-``cd test && python -m support.camera_scenes`` prints the issue-12 table (before and after) through the pipeline.
+``cd test && python -m support.camera_scenes`` prints docs/cameras.md's table (K only, and the
+whole CameraInfo) through the pipeline.
 """
 
 from __future__ import annotations
@@ -273,7 +274,8 @@ def depth_image_proc_points(depth: np.ndarray, p: list[float]) -> np.ndarray:
 
 
 def main() -> None:
-    """The issue-12 table: before (K only, no rectification) and after, through the pipeline."""
+    """docs/cameras.md's table: K only (no rectification) and the whole CameraInfo, through the
+    pipeline."""
     from pathlib import Path
     from dense_perception.core.geometry.camera_model import CameraModel
     from dense_perception.core.geometry.intrinsics import Intrinsics

@@ -67,11 +67,11 @@ def floor_scene(h: float, pitch_deg: float, fx: float = 420.0, *, edge: float | 
     return best
 
 
-# The issue's node scene: level camera 1.0 m up, its floor ends 2.2 m ahead (39 % of the lower
+# The node test's scene: level camera 1.0 m up, its floor ends 2.2 m ahead (39 % of the lower
 # view with this lens) and drops 0.8 m, a wall at 5 m; painted at DROP_S for the DA3 test model.
 DROP_FX, DROP_S = 600.0, 1.04
 
 
 def drop_scene():
-    """The depth of the issue's node scene (metres)."""
+    """The depth of the node test's scene (metres)."""
     return floor_scene(1.0, 0.0, DROP_FX, edge=2.2, drop=0.8, wall=5.0)
