@@ -58,6 +58,6 @@ class SettingError(ValueError):
 
 
 def setting(default: Any, description: str, **row: Any) -> Any:
-    """A field of :class:`Settings`: its default (a list is held as a tuple) and its row."""
+    """A field of :class:`~.settings_table.Settings`: its default (a list is held as a tuple) and its row."""
     held = tuple(default) if isinstance(default, list) else default
     return field(default=held, metadata={"row": ParamSpec("", default, description, **row)})

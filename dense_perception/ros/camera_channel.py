@@ -28,7 +28,7 @@ CAMERA_INFO_HISTORY = 30
 def reference_span(settings: Settings) -> float:
     """How far back (s of stamps) reference depths are kept: ``depth_scale_max_age``, at least
     ``reference_depth_slop`` (0, a scale held forever: no limit by time, only the caps of
-    :mod:`..core.reference_window`)."""
+    :mod:`..core.scale.reference_window`)."""
     age = settings.depth_scale_max_age
     return max(age, settings.reference_depth_slop) if age > 0 else 0.0
 
