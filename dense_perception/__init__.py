@@ -1,6 +1,7 @@
 """dense_perception: dense depth, normals and segmentation from a camera stream with LiteRT.
 
-The folders are the layers; each may use the ones above it, never the ones below:
+The folders are the layers; each may use the ones below it, never the ones above (``core`` and
+``export`` at the bottom, ``ros`` and ``offline`` on ``core``, ``offline`` on ``export`` too):
 
 - ``core``: everything a frame goes through, with no ROS and no torch (model descriptions,
   tflite file reading, camera model and fit, preprocessing, the LiteRT runner, post-processing,
