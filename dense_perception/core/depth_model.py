@@ -20,8 +20,6 @@ from .setting_names import NODE, Syntax
 
 Shape = tuple[int, ...]
 
-NORMALIZATIONS = ("unit", "imagenet", "custom")
-DEPTH_OUTPUT_KINDS = ("depth", "inverse_depth")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 UNUSED = "unused"  # the kind of a depth model's other outputs

@@ -55,7 +55,6 @@ COMPRESSED: dict[str, tuple[str, str]] = {
 }
 # Products that become Image messages with a fixed encoding (depth may also be 16UC1).
 IMAGE_OUTPUTS = {key: enc for key, (_, _, enc) in OUTPUTS.items() if enc and key != "depth"}
-DEPTH_ENCODINGS = ("32FC1", "16UC1")
 
 
 @dataclass(frozen=True)

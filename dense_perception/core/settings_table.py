@@ -1,6 +1,7 @@
 """The settings table, as a typed object: every setting is a field of :class:`Settings` with its
 type, default, allowed values or range, runtime or restart-only, unit, description and the
-offline command's flag (its :class:`ParamSpec` row). ROS-free.
+offline command's flag (its :class:`ParamSpec` row). ROS-free, and low in the package: it
+imports no backend and no OpenCV (the allowed values live below it, in :mod:`.setting_values`).
 
 The one source for both front ends: the node declares its parameters from :data:`PARAMS`
 (``ros/parameters.py``), ``dense-perception process`` generates its flags from it
@@ -16,17 +17,14 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-from .geometry.fit import FIT_MODES, OUTPUT_RESOLUTIONS
-from .scale.metric_scale import SCALE_SOURCES
-from .depth_model import DEPTH_OUTPUT_KINDS, NORMALIZATIONS, mean_std_problem
+from .depth_model import mean_std_problem
 from .models import MODEL_TYPES
-from .backends.cpu_precision import CPU_PRECISIONS
-from .backends.runner_base import BACKENDS, GPU_PRECISIONS
-from .backends.gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S
-from .backends.npu_runner import NPU_VENDORS, OPENVINO_DEVICES
-from .products import DEPTH_ENCODINGS
 from .setting_names import NODE, Syntax
 from .setting_row import ParamSpec, SettingError, setting
+from .setting_values import (BACKENDS, CPU_PRECISIONS, DEPTH_ENCODINGS, DEPTH_OUTPUT_KINDS,
+                             FIT_MODES, GPU_MAX_RESTARTS, GPU_PRECISIONS, GPU_TIMEOUT_S,
+                             NORMALIZATIONS, NPU_VENDORS, OPENVINO_DEVICES, OUTPUT_RESOLUTIONS,
+                             SCALE_SOURCES)
 
 INPUT_QOS = ("auto", "sensor_data", "reliable")
 MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)
@@ -122,12 +120,12 @@ class Settings:
         "range of 65504 or its 3 significant digits).", choices=GPU_PRECISIONS,
         offline="--gpu-precision")
     gpu_timeout: float = setting(
-        DEFAULT_TIMEOUT_S, "Seconds one GPU inference may take (real "
+        GPU_TIMEOUT_S, "Seconds one GPU inference may take (real "
         "models: milliseconds to tenths of a second); past it the GPU worker process is "
         "killed and restarted, and that frame fails.", low=0.1, high=3600.0,
         unit="s", offline="--gpu-timeout", affects_output=False)
     gpu_max_restarts: int = setting(
-        DEFAULT_MAX_RESTARTS, "GPU worker restarts (after a "
+        GPU_MAX_RESTARTS, "GPU worker restarts (after a "
         "timeout or a crash) with no good inference between them; one more and the node "
         "exits with status 1 and one FATAL line, for respawn to act.", low=0, high=1000,
         offline="--gpu-max-restarts", affects_output=False)

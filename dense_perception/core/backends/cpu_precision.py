@@ -27,7 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-CPU_PRECISIONS = ("auto", "fp32", "fp16")
+from ..setting_values import CPU_PRECISIONS
+
 MIN_FP16_CORR = 0.999
 
 # XNNPACK delegate flags (tflite/delegates/xnnpack/xnnpack_delegate.h). Setting xnnpack_flags

@@ -46,12 +46,11 @@ import numpy as np
 
 from .native_log import Adapter, NativeLog
 from .runner_base import RunnerBase, RunnerLostError
+from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
 
 Log = Callable[[str], None]
 _ALIGN = 64  # bytes; each array in the shared memory starts on a cache line
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding dense_perception
-DEFAULT_TIMEOUT_S = 30.0  # gpu_timeout: real models take milliseconds to tenths of a second
-DEFAULT_MAX_RESTARTS = 3  # gpu_max_restarts: restarts in a row before the GPU counts as lost
 STARTUP_TIMEOUT_S = 300.0  # loading, compiling and the first (shader-compiling) inference
 MEMFD_NAME = "dense_perception_gpu"  # shows in /proc/<pid>/maps as /memfd:<name> (deleted)
 
@@ -88,8 +87,8 @@ class GpuProcessRunner(RunnerBase):
 
     def __init__(self, model_path: str, precision: str = "fp16",
                  startup_timeout_s: float = STARTUP_TIMEOUT_S,
-                 timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_restarts: int = DEFAULT_MAX_RESTARTS, npu: dict | None = None,
+                 timeout_s: float = GPU_TIMEOUT_S,
+                 max_restarts: int = GPU_MAX_RESTARTS, npu: dict | None = None,
                  cpu: dict | None = None) -> None:
         """``npu``: run backend npu instead (:func:`~.npu_runner.open_npu_runner`'s options):
         OpenVINO's dispatch holds the GIL for the whole inference too (measured). ``cpu``
@@ -339,8 +338,8 @@ class GpuProcessRunner(RunnerBase):
 
 
 def open_gpu_runner(model_path: str, backend: str, precision: str, log: Log,
-                    warn: Log, timeout_s: float = DEFAULT_TIMEOUT_S,
-                    max_restarts: int = DEFAULT_MAX_RESTARTS
+                    warn: Log, timeout_s: float = GPU_TIMEOUT_S,
+                    max_restarts: int = GPU_MAX_RESTARTS
                     ) -> tuple[GpuProcessRunner | None, str]:
     """The GPU runner for ``backend`` 'gpu' or 'auto', or (None, why not) for 'auto';
     ``timeout_s`` and ``max_restarts`` as :class:`GpuProcessRunner`'s.

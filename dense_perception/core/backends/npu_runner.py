@@ -41,10 +41,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .native_log import capture_native_stderr
+from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S, NPU_VENDORS, OPENVINO_DEVICES
 
 Log = Callable[[str], None]
-NPU_VENDORS = ("auto", "intel_openvino", "qualcomm")
-OPENVINO_DEVICES = ("NPU", "GPU", "CPU")
 COMPILE_TIMEOUT_S = 1800.0  # an NPU compile of a real model takes seconds to minutes
 _SONAME_RE = re.compile(rb"libopenvino\.so\.(\d{4,})")
 _DEVICE_RE = re.compile(r"Using Intel OpenVINO device: (\S+)")
@@ -346,14 +345,13 @@ def open_npu_process_runner(model_path: str, options: dict[str, Any], log: Log, 
     thread got 4 time slices a second during it, 848 beside XNNPACK), which would freeze the
     node's executor. ``timeout_s``, ``max_restarts``: gpu_timeout and gpu_max_restarts (None:
     their defaults). ModelLoadError, one line, when it cannot start."""
-    from .gpu_runner import (DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, GpuProcessRunner,
-                             GpuUnavailableError)
+    from .gpu_runner import GpuProcessRunner, GpuUnavailableError
     from .runner_base import ModelLoadError
 
     try:
         runner = GpuProcessRunner(
-            model_path, timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
-            max_restarts=DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts,
+            model_path, timeout_s=GPU_TIMEOUT_S if timeout_s is None else timeout_s,
+            max_restarts=GPU_MAX_RESTARTS if max_restarts is None else max_restarts,
             npu=dict(options), startup_timeout_s=COMPILE_TIMEOUT_S)  # compiling: minutes
     except GpuUnavailableError as exc:
         message = " ".join(str(exc).split())

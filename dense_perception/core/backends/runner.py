@@ -110,11 +110,12 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
         runner = open_npu_process_runner(model_path, config.npu or {}, log, warn or log,
                                          config.gpu_timeout, config.gpu_max_restarts)
     if backend in ("auto", "gpu"):
-        from .gpu_runner import DEFAULT_MAX_RESTARTS, DEFAULT_TIMEOUT_S, open_gpu_runner
+        from .gpu_runner import open_gpu_runner
+        from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
         runner, fallback_note = open_gpu_runner(
             model_path, backend, config.gpu_precision, log, warn or log,
-            DEFAULT_TIMEOUT_S if config.gpu_timeout is None else config.gpu_timeout,
-            DEFAULT_MAX_RESTARTS if config.gpu_max_restarts is None else config.gpu_max_restarts)
+            GPU_TIMEOUT_S if config.gpu_timeout is None else config.gpu_timeout,
+            GPU_MAX_RESTARTS if config.gpu_max_restarts is None else config.gpu_max_restarts)
     if runner is None:
         threads = default_num_threads() if config.num_threads == -1 else config.num_threads
         try:

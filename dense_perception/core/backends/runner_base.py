@@ -15,9 +15,8 @@ from typing import Callable, Protocol
 import numpy as np
 
 from .model_pages import release_file_pages
+from ..setting_values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
 
-BACKENDS = ("auto", "gpu", "cpu", "npu")  # npu: LiteRT vendor plugins (.npu_runner)
-GPU_PRECISIONS = ("fp16", "fp32")  # GPU arithmetic; fp32 = GpuOptions(enforce_f32=True)
 Log = Callable[[str], None]
 
 

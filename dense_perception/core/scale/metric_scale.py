@@ -36,7 +36,6 @@ from .estimators import Estimate, ground_plane_scale, reference_scale
 from .scale_filter import ScaleFilter
 from ..setting_names import NODE, Syntax
 
-SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth")
 
 STALE_TIME_CONSTANTS = 10.0   # WARN when the held scale is older than this many time constants

@@ -1,0 +1,31 @@
+"""The allowed values of the choice settings, and the GPU worker's default limits.
+
+The settings table (:mod:`.settings_table`) shows them and the parts that act on them (fit,
+metric scale, depth model, backends, products) check against them. They live here, below both, so that the table imports no backend and no OpenCV (``make docs``
+runs without either). This module imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+# Fitting the camera frame to the model's input (geometry/fit.py) and the outputs' grid.
+FIT_MODES = ("crop", "stretch", "rotate")
+OUTPUT_RESOLUTIONS = ("model", "input")
+
+# Where relative depth's metres come from (scale/metric_scale.py).
+SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
+
+# How a ``model_type: depth`` file reads its input and output (depth_model.py).
+NORMALIZATIONS = ("unit", "imagenet", "custom")
+DEPTH_OUTPUT_KINDS = ("depth", "inverse_depth")
+
+# Inference backends (backends/): npu is LiteRT's vendor plugins (backends/npu_runner.py).
+BACKENDS = ("auto", "gpu", "cpu", "npu")
+GPU_PRECISIONS = ("fp16", "fp32")  # GPU arithmetic; fp32 = GpuOptions(enforce_f32=True)
+CPU_PRECISIONS = ("auto", "fp32", "fp16")  # XNNPACK arithmetic (backends/cpu_precision.py)
+NPU_VENDORS = ("auto", "intel_openvino", "qualcomm")
+OPENVINO_DEVICES = ("NPU", "GPU", "CPU")
+GPU_TIMEOUT_S = 30.0  # gpu_timeout: real models take milliseconds to tenths of a second
+GPU_MAX_RESTARTS = 3  # gpu_max_restarts: restarts in a row before the GPU counts as lost
+
+# The depth image's encodings (products.py): metres as float, or millimetres as uint16.
+DEPTH_ENCODINGS = ("32FC1", "16UC1")
