@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dense_perception.core.motion.odometry import (OdometryBuffer, mounting_matrix,
-                                                   mounting_problem)
+from dense_perception.core.motion.odometry import (OdometryBuffer, camera_mountings,
+                                                   mounting_matrix, mountings_problem)
 from dense_perception.core.motion.pose import motion
 
 pytestmark = pytest.mark.timeout(60)
@@ -136,13 +136,16 @@ def test_time_jumping_back_starts_the_history_again():
 
 @pytest.mark.parametrize("values, problem", [
     ([], None),
+    ([0.0], None),  # the typed "not given" a ROS parameter needs
     (MOUNT, None),
-    ([0.1, 0.0, 0.5], "needs 7 numbers"),
+    ([0.1, 0.0, 0.5], "needs 7 numbers per camera"),
+    (MOUNT + MOUNT[:6] + [0.9], "camera 2's mounting"),
     ([0, 0, 0, 0, 0, 0, 0.5], "not 1"),
     ([0, 0, math.inf, 0, 0, 0, 1], "non-finite"),
 ])
 def test_the_mounting_setting_is_checked(values, problem):
-    found = mounting_problem(values)
+    found = mountings_problem(values)
     assert (found is None) if problem is None else (problem in found)
     if problem is None:
-        assert (mounting_matrix(values) is None) == (not values)
+        given = camera_mountings(values, 1)[0]
+        assert (given is None) == (len(values) != 7)

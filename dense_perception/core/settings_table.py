@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from .depth_model import mean_std_problem
 from .models import MODEL_TYPES
+from .motion.odometry import mountings_problem
 from .setting_names import NODE, Syntax
 from .setting_row import ParamSpec, SettingError, setting
 from .setting_values import (BACKENDS, CPU_PRECISIONS, DEPTH_ENCODINGS, DEPTH_OUTPUT_KINDS,
@@ -298,6 +299,21 @@ class Settings:
         "CameraInfo on another clock); until the first CameraInfo arrives, a frame waits "
         "at most this long for it (once).", low=0.0, high=10.0, runtime=True,
         unit="s", offline="--camera-info-slop")
+    camera_in_base: tuple[float, ...] = setting(
+        [0.0], "The camera's optical frame in the robot's base frame (the odometry's "
+        "child_frame_id): x y z qx qy qz qw (m, quaternion; REP 103), 7 numbers per camera in "
+        "the order of cameras. With odometry, it gives the camera's motion. [0.0] or [] = from "
+        "TF where tf2_ros is installed (offline: the bag's /tf_static), else no motion: no "
+        "default mounting is safe (an identity would have the camera look straight up).",
+        check=mountings_problem, offline="--camera-in-base")
+    odometry_tolerance: float = setting(
+        0.05, "A frame stamped at most this long (s) before the oldest or after the newest "
+        "odometry message takes that message's pose; further out it gets no motion.",
+        low=0.0, high=10.0, runtime=True, unit="s", offline="--odometry-tolerance")
+    odometry_max_gap: float = setting(
+        0.5, "The longest time (s) between two odometry messages that a frame's pose is "
+        "interpolated across; a frame in a longer gap (messages lost) gets no motion.",
+        low=0.001, high=60.0, runtime=True, unit="s", offline="--odometry-max-gap")
     cameras: tuple[str, ...] = setting(
         [""], "Several cameras, one model: camera names, e.g. [front, rear]. "
         "Each camera subscribes to <name>/image (or <name>/image/compressed) and "

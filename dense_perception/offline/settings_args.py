@@ -65,6 +65,8 @@ def add_setting_arguments(parser: argparse.ArgumentParser,
                                   "help": _help(spec)}
         if isinstance(spec.default, bool):
             kwargs["action"] = argparse.BooleanOptionalAction
+        elif isinstance(spec.default, list) and len(spec.default) == 1:  # any count: 7 a camera
+            kwargs.update(type=type(spec.default[0]), nargs="+", metavar="N")
         elif isinstance(spec.default, list):  # a fixed-length list: --input-mean R G B
             kwargs.update(type=type(spec.default[0]), nargs=len(spec.default),
                           metavar=tuple("RGB") if len(spec.default) == 3 else None)

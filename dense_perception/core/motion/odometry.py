@@ -17,16 +17,19 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..by_stamp import ByStamp
+from ..setting_names import NODE, Syntax
 from .pose import interpolate, pose_matrix, quaternion_problem
 
 HISTORY_S = 10.0      # a slow model's frame (seconds of inference) still finds its odometry
 MAX_SAMPLES = 4096    # 10 s of 400 Hz odometry; a faster source keeps less time
 JUMP_BACK_S = 1.0     # a stamp this far before the newest: time restarted (a bag looped, sim reset)
+# Why a frame has no pose, in short: the kinds of CameraPose.reason.
+NO_POSE = ("no odometry", "out of range", "gap", "refused odometry", "no mounting")
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,12 @@ class _Sample:
 @dataclass(frozen=True)
 class CameraPose:
     """The camera's pose at one stamp: ``pose`` (4x4 world_from_camera of the optical frame)
-    or None, and ``reason`` ("" with a pose) why there is none."""
+    or None, ``reason`` ("" with a pose) why there is none, and ``kind``, the reason in one of
+    :data:`NO_POSE` (to count and throttle by: the reason holds stamps)."""
 
     pose: np.ndarray | None
     reason: str = ""
+    kind: str = ""
 
 
 def mounting_problem(values: Sequence[float]) -> str | None:
@@ -57,6 +62,42 @@ def mounting_problem(values: Sequence[float]) -> str | None:
     return quaternion_problem(*values[3:])
 
 
+def given_mountings(values: Sequence[float]) -> list[float]:
+    """``camera_in_base`` as given: [] for [0.0] or [] (not given)."""
+    values = list(values)
+    return [] if values == [0.0] else values
+
+
+def mountings_problem(values: Sequence[float], syntax: Syntax = NODE) -> str | None:
+    """The ``camera_in_base`` setting's check: [0.0] or [] (not given; [0.0] is the typed
+    default a ROS parameter needs) or 7 numbers per camera, each a mounting."""
+    values = given_mountings(values)
+    name = syntax.name("camera_in_base")
+    if len(values) % 7:
+        return (f"{name} needs 7 numbers per camera (x y z qx qy qz qw of the camera's optical "
+                f"frame in the robot's base frame), got {len(values)}")
+    for i in range(0, len(values), 7):
+        problem = mounting_problem(values[i:i + 7])
+        if problem:
+            return f"{name}: camera {i // 7 + 1}'s mounting {problem}"
+    return None
+
+
+def camera_mountings(values: Sequence[float], cameras: int,
+                     syntax: Syntax = NODE) -> list[np.ndarray | None]:
+    """Each camera's base_from_camera (optical) pose from ``camera_in_base`` (checked by
+    :func:`mountings_problem`): None for every camera when it is [], else one per camera.
+    ValueError when it holds another number of mountings than ``cameras``."""
+    values = given_mountings(values)
+    if not values:
+        return [None] * cameras
+    if len(values) != 7 * cameras:
+        raise ValueError(f"{syntax.name('camera_in_base')} holds {len(values) // 7} "
+                         f"mounting(s) for {cameras} camera(s); give 7 numbers (x y z qx qy "
+                         "qz qw) per camera, in the order of the cameras, or none")
+    return [mounting_matrix(values[i:i + 7]) for i in range(0, len(values), 7)]
+
+
 def mounting_matrix(values: Sequence[float]) -> np.ndarray | None:
     """The 4x4 base_from_camera (optical) pose of x y z qx qy qz qw, or None for []."""
     values = list(values)
@@ -66,6 +107,13 @@ def mounting_matrix(values: Sequence[float]) -> np.ndarray | None:
     if problem:
         raise ValueError(problem)
     return pose_matrix(values[:3], values[3:])
+
+
+def transform_matrix(transform: Any) -> np.ndarray:
+    """The 4x4 pose of a geometry_msgs/Transform (rclpy's or rosbags'): ``translation`` x y z,
+    ``rotation`` x y z w. ValueError for a rotation that is not a unit quaternion."""
+    t, r = transform.translation, transform.rotation
+    return pose_matrix([t.x, t.y, t.z], [r.x, r.y, r.z, r.w])
 
 
 class OdometryBuffer:
@@ -88,6 +136,11 @@ class OdometryBuffer:
 
     def __len__(self) -> int:
         return len(self._held)
+
+    def newest_ns(self) -> int | None:
+        """The newest sample's stamp (ns), or None while none is held."""
+        with self._lock:
+            return self._held.stamps[-1] if len(self._held) else None
 
     def configure(self, tolerance_s: float, max_gap_s: float) -> None:
         """New limits (runtime parameters), used from the next lookup on."""
@@ -132,7 +185,7 @@ class OdometryBuffer:
         with self._lock:
             held = self._held
             if not len(held):
-                return CameraPose(None, "no odometry received yet")
+                return CameraPose(None, "no odometry received yet", "no odometry")
             first, last = held.stamps[0], held.stamps[-1]
             before = max(held.at_or_before(stamp_ns), 0)
             after = before + 1 if held.stamps[before] < stamp_ns < last else before
@@ -143,18 +196,19 @@ class OdometryBuffer:
                 else f"{(stamp_ns - last) * 1e-9:.3f} s after the newest"
             return CameraPose(None, f"image stamp {t:.3f} s is {side} odometry held "
                                     f"({first * 1e-9:.3f}-{last * 1e-9:.3f} s; tolerance "
-                                    f"{tolerance:g} s)")
+                                    f"{tolerance:g} s)", "out of range")
         for stamp, sample in around:
             if sample.pose is None:
                 return CameraPose(None, f"odometry at {stamp * 1e-9:.3f} s next to the image "
-                                        f"stamp was refused: {sample.problem}")
+                                        f"stamp was refused: {sample.problem}",
+                                  "refused odometry")
         if len(around) == 1:  # on a sample's stamp, or within the tolerance past an end
             return CameraPose(around[0][1].pose.copy())
         (t0, s0), (t1, s1) = around
         gap = (t1 - t0) * 1e-9
         if gap > self.max_gap_s:
             return CameraPose(None, f"odometry has a gap of {gap:.3f} s around image stamp "
-                                    f"{t:.3f} s (longer than {self.max_gap_s:g} s)")
+                                    f"{t:.3f} s (longer than {self.max_gap_s:g} s)", "gap")
         return CameraPose(interpolate(s0.pose, s1.pose, (stamp_ns - t0) / (t1 - t0)))
 
     def pose_at(self, stamp_ns: int, base_from_camera: np.ndarray | None) -> CameraPose:
@@ -162,7 +216,8 @@ class OdometryBuffer:
         or None with the reason; ``base_from_camera``: the camera's mounting (None: not
         known, no pose)."""
         if base_from_camera is None:
-            return CameraPose(None, "the camera's mounting on the robot is not known")
+            return CameraPose(None, "the camera's mounting on the robot is not known",
+                              "no mounting")
         base = self.base_pose_at(stamp_ns)
         if base.pose is None:
             return base
