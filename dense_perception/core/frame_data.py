@@ -4,6 +4,7 @@ one frame's outputs after inference, and its finished products."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class Products:
     withheld: str = ""                        # why depth or points were not made (not metres)
     camera_note: str = ""                     # what of the CameraInfo could not be honoured
     rectified: bool = False                   # the raw frame was rectified before the model
+    motion: Any = None                        # core.motion MotionReport (a pose was handed in)
 
     @property
     def depth_metric(self) -> bool:

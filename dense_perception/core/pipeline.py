@@ -163,7 +163,8 @@ class DensePipeline:
 
     def finish(self, raw: RawFrame, intrinsics: Intrinsics | None = None,
                scaler: DepthScaler | None = None, stamp: float = 0.0,
-               reference: np.ndarray | None = None) -> Products:
+               reference: np.ndarray | None = None, *, pose: np.ndarray | None = None,
+               motion: Any = None) -> Products:
         """Map a frame's raw products back to the camera geometry, colour them, make points.
 
         The camera is the one given to :meth:`infer`; ``intrinsics`` (a pinhole camera, no
@@ -171,16 +172,20 @@ class DensePipeline:
         For relative depth with an estimated scale source, ``scaler`` (kept by the caller across
         frames) gets the frame's ``stamp`` (s) and, for 'reference_depth', the ``reference``
         depth (metres, registered to the camera); its scale turns the depth into metres.
-        Points are only made from metric depth.
+        Points are only made from metric depth. ``motion`` (the camera's
+        ``core.motion.camera_motion.CameraMotion``, kept like ``scaler``) with the frame's
+        ``pose`` (4x4 world_from_camera of the optical frame, None when unknown): the motion
+        scale and the depth aligned over time (``products.motion`` reports them).
         """
         if intrinsics is not None and raw.camera is None:
             raw.camera = CameraModel.pinhole(intrinsics)
         with self.timer.stage("postprocess"):
-            return self._finish(raw, scaler, stamp, reference)
+            return self._finish(raw, scaler, stamp, reference, pose, motion)
 
     # -------------------------------------------------------------------------------------------
     def _finish(self, raw: RawFrame, scaler: DepthScaler | None = None, stamp: float = 0.0,
-                reference: np.ndarray | None = None) -> Products:
+                reference: np.ndarray | None = None, pose: np.ndarray | None = None,
+                motion: Any = None) -> Products:
         res, plan, request = self.config.output_resolution, raw.plan, raw.request
         width, height = plan.published_size(res)
         products = Products(width=width, height=height, plan=plan, rectified=raw.rectified)
@@ -232,7 +237,13 @@ class DensePipeline:
         jobs = []  # the depth view and the cloud: independent, side by side on host threads
         if products.depth is not None:
             with self.timer.stage("scale"):
-                products.scale = self._scale(products, scaler, stamp, reference, camera_key)
+                estimate = None if motion is None else motion.frame_estimate(
+                    self.config.depth_scale_source, stamp, pose, raw, products, res)
+                products.scale = self._scale(products, scaler, stamp, reference, camera_key,
+                                             estimate)
+            if motion is not None:
+                with self.timer.stage("temporal"):
+                    motion.publish(stamp, pose, products)
             if request.depth_colored:
                 def colour_depth(depth: np.ndarray = products.depth) -> None:
                     products.depth_colored = post.colorize_depth(depth)
@@ -296,7 +307,8 @@ class DensePipeline:
                                 products.depth, self.config.max_depth or float("inf"))
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
-               reference: np.ndarray | None, camera: Any = None) -> ScaleReport:
+               reference: np.ndarray | None, camera: Any = None,
+               estimate: Any = None) -> ScaleReport:
         """The depth's unit; multiplies ``products.depth`` by an estimated scale when found.
         ``camera``: the camera model the intrinsics came from, or the pinhole guess (a change
         restarts the scaler's filter; a guess is marked in the report)."""
@@ -308,7 +320,7 @@ class DensePipeline:
             return ScaleReport(source, None, False, reason="no scale estimator")
         report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
                                self.config.output_resolution, reference, camera=camera,
-                               guessed=products.intrinsics_guessed)
+                               guessed=products.intrinsics_guessed, estimate=estimate)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)
         return report

@@ -12,7 +12,7 @@ FIT_MODES = ("crop", "stretch", "rotate")
 OUTPUT_RESOLUTIONS = ("model", "input")
 
 # Where relative depth's metres come from (scale/metric_scale.py).
-SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth")
+SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth", "motion")
 
 # How a ``model_type: depth`` file reads its input and output (depth_model.py).
 NORMALIZATIONS = ("unit", "imagenet", "custom")

@@ -217,6 +217,18 @@ class Settings:
         "to count.",
         low=0.0, high=1.0, runtime=True,
         unit="share", offline="--depth-scale-min-inliers")
+    motion_scale_min_baseline: float = setting(
+        0.1, "depth_scale_source motion: the shortest camera motion (m) between two frames "
+        "whose image motion gives a scale (the latest earlier frame this far away, within "
+        "2 s, is the partner); shorter baselines give too little parallax to tell.",
+        low=0.005, high=10.0, runtime=True, unit="m",
+        offline="--motion-scale-min-baseline")
+    temporal_alignment: bool = setting(
+        True, "With the camera's motion (odometry, offline --poses): the previous depth "
+        "moved into the new view and fused with the new frame where they agree (less "
+        "flicker), anchored to the frame's own scale; it starts afresh on a jump and says "
+        "why. Frames without a pose are published as they are.",
+        runtime=True, offline="--temporal-alignment")
     reference_depth_slop: float = setting(
         0.05, "reference_depth: largest stamp difference (s) "
         "between an image and the reference depth used for it.", low=0.0, high=10.0,

@@ -15,6 +15,7 @@ from .bag_cameras import bag_cameras, bag_events, camera_scaler, missing_camera_
 from .camera_yaml import calibrated_frames, check_calibration_size
 from .console import CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target
+from .poses import colour_frames, posed_frames
 from .scale_options import reference_stream, scaler_for
 
 # The inputs' ``session`` is a ``process.ModelSession`` (its settings, options, keys, scale and
@@ -59,6 +60,10 @@ class _FileInput(OfflineInput):
 
     def calibrated(self, events: Iterator[Frame]) -> Iterator[Frame]:
         session = self.session
+        if session.trajectory is not None:  # a sequence with known motion (offline/poses.py)
+            events = posed_frames(events, session.trajectory, self.total,
+                                  self.summary.get("video_fps"))
+            self.summary["poses"] = session.trajectory.path
         if session.camera_info is None:
             return events
         self.summary["camera_info_yaml"] = str(session.options.camera_info_yaml)
@@ -107,7 +112,7 @@ class ImagesInput(_FileInput):
                  single: bool) -> None:
         from . import bagio, fileio
         super().__init__(session, path, timer)
-        self.paths = [path] if single else fileio.list_images(path)
+        self.paths = [path] if single else colour_frames(fileio.list_images(path))
         if not self.paths:
             bags = sorted(p.name for p in path.iterdir() if p.suffix.lower() in bagio.BAG_SUFFIXES)
             hint = (f"; for a bag without metadata.yaml pass the file itself, e.g. "

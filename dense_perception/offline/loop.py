@@ -43,6 +43,7 @@ class Frame:
     time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
     reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
     camera: str = ""            # bag input: the image topic (several --topic: the camera)
+    pose: Any = None            # 4x4 world_from_camera (optical frame) when the motion is known
 
 
 @dataclass
@@ -135,7 +136,7 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
                scaler: Any = None, progress: Callable[[int], None] | None = None,
                quiet: bool = False, overlap: bool = True,
-               scaler_of: Callable[[Frame], Any] | None = None) -> int:
+               scaler_of: Callable[[Frame], Any] | None = None, motion: Any = None) -> int:
     """Run every event through the pipeline into ``target``, close it (writing summary.json
     from ``summary``) and return the exit status.
 
@@ -143,6 +144,7 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     ``quiet`` leaves the closing line and error to the caller (they are in ``summary``);
     ``overlap=False`` runs each frame's stages one after another (one core's worth of work).
     ``scaler_of(frame)``: the frame's camera's scaler (several cameras), instead of ``scaler``.
+    ``motion``: the camera's ``CameraMotion`` (frames with poses: ``Frame.pose``).
     """
     from tqdm import tqdm
     bar = tqdm(total=total, unit="frame", dynamic_ncols=True,
@@ -150,6 +152,7 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
     if progress is not None:
         bar.update = progress  # type: ignore[method-assign]
     writer = _FrameWriter(pipeline, target, bar, scaler_of or (lambda frame: scaler))
+    writer.motion = motion
     # Inference on a worker thread, everything else (reading, finishing, writing) on this one,
     # so the next frame's inference overlaps finishing and writing this one, as in the node.
     # (The writers are not thread-safe, and sqlite3 insists on its creating thread.)
@@ -189,6 +192,7 @@ class _FrameWriter:
         self.pipeline, self.target, self.bar, self.scaler_of = pipeline, target, bar, scaler_of
         self.stats = RunStats()
         self.scales = ScaleTally()
+        self.motion: Any = None  # the camera's CameraMotion, when frames have poses
 
     def handle(self, due: Iterable[tuple[Frame | Copy, Any]]) -> None:
         for item, result in due:
@@ -201,7 +205,7 @@ class _FrameWriter:
 
     def write(self, frame: Frame, raw: Any) -> None:
         products = self.pipeline.finish(raw, None, self.scaler_of(frame), frame.time,
-                                        frame.reference)
+                                        frame.reference, pose=frame.pose, motion=self.motion)
         self.scales.add(products.scale)
         with self.pipeline.timer.stage("write"):
             self.target.frame(frame, products)

@@ -32,7 +32,9 @@ from .console import PROG, CliError, warn
 from .inputs import open_input
 from .loop import run_frames
 from .process_options import ProcessOptions
+from .poses import load_poses
 from .scale_options import ScaleOptionError, scaler_for
+from ..core.motion.camera_motion import CameraMotion, motion_config
 from .settings_args import DEPTH_FORMATS, OFFLINE
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
@@ -116,8 +118,10 @@ class ModelSession:
         self.scale = scale_config(settings) if estimates_scale(
             settings, self.spec.metric_depth) else None
         self.compression = compression_config(settings)
-        if kind is not None:
-            scaler_for(self.scale, kind, options.reference_depth_topic)  # checks the input kind
+        self.trajectory = load_poses(options.poses)  # --poses: a bad file fails here
+        if kind is not None:  # checks the input kind
+            scaler_for(self.scale, kind, options.reference_depth_topic,
+                       self.trajectory is not None)
         # The calibration file (images, videos), read once: a bad one fails before any input.
         self.camera_info = load_camera_info_yaml(
             options.camera_info_yaml, settings.input_rectified) \
@@ -178,7 +182,10 @@ class ModelSession:
         if out_path.resolve() == in_path.resolve():
             raise CliError(f"output '{out_path}' is the input; choose another --out")
         # A new scaler per input: its filter follows one camera's stream.
-        scaler = scaler_for(self.scale, kind, self.options.reference_depth_topic)
+        scaler = scaler_for(self.scale, kind, self.options.reference_depth_topic,
+                            self.trajectory is not None)
+        motion = None if self.trajectory is None else \
+            CameraMotion(motion_config(self.settings))  # one camera's motion state
         fileio.check_new_output(out_path)
         timer = StageTimer(window=TIMER_WINDOW)
         summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
@@ -204,7 +211,8 @@ class ModelSession:
                       f"{source.description} -> {out_path}", flush=True)
             code = run_frames(pipeline, self.request, events, target, total, max_frames,
                               after_frame, summary, scaler=scaler, progress=progress,
-                              scaler_of=source.scaler_of(), quiet=quiet, overlap=self.overlap)
+                              scaler_of=source.scaler_of(), quiet=quiet, overlap=self.overlap,
+                              motion=motion)
             return code, summary
         finally:
             source.close()

@@ -41,6 +41,7 @@ class ProcessOptions:
     compressed: str = _output("off")
     copy: str = _output("all")
     reference_depth_topic: str | None = _output()
+    poses: str | None = _output()            # --poses: a TUM trajectory (images, videos)
     verbose: bool = False
     inputs_from: str | None = None
     force: bool = False
@@ -74,7 +75,8 @@ class ProcessOptions:
                    camera_info_topics=tuple(args.camera_info_topic or ()),
                    out_namespace=args.out_namespace, bag_format=args.bag_format,
                    compressed=args.compressed, copy=args.copy,
-                   reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
+                   reference_depth_topic=args.reference_depth_topic,
+                   poses=getattr(args, "poses", None), verbose=args.verbose,
                    inputs_from=args.inputs_from, force=args.force, ray=ray,
                    workers=args.workers, threads_per_worker=args.threads_per_worker, many=many)
 

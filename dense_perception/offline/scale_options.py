@@ -28,25 +28,33 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     g = p.add_argument_group("metric scale of relative depth (DA3, --model-type depth)")
     g.add_argument("--reference-depth-topic", help="bag topic of a metric depth image "
                    "registered to the camera (16UC1 mm or 32FC1 m; reference_depth)")
+    g.add_argument("--poses", metavar="FILE", help="the camera's trajectory for a folder of "
+                   "images or a video (TUM: 't tx ty tz qx qy qz qw' a line, camera-to-world "
+                   "of the optical frame; one line per frame in order, or a video's frames "
+                   "matched by stamp): temporal alignment and --depth-scale-source motion")
     return g
 
 
-def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | None
-               ) -> DepthScaler | None:
+def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | None,
+               sequence: bool = False) -> DepthScaler | None:
     """A new scaler for one input of ``kind`` (``process.input_kind``) from the run's scale
     settings (``config``; None: the scale is not estimated, so no scaler); ScaleOptionError
     when this input cannot give the scale they ask for.
 
     A video or a bag is one camera's stream: its frames share a filtered scale. An image or a
     folder of images is unrelated photos (``kind`` image / images): each gets its own estimate,
-    with no filter and no hold (a photo without one is withheld).
+    with no filter and no hold (a photo without one is withheld), unless ``sequence`` (they
+    have poses: one camera's stream).
     """
     if config is None:
         return None
     if config.source == "reference_depth" and (kind != "bag" or not reference_topic):
         raise ScaleOptionError("--depth-scale-source reference_depth needs a bag input and "
                                "--reference-depth-topic (its metric depth image topic)")
-    return DepthScaler(replace(config, per_frame=kind in ("image", "images")))
+    if config.source == "motion" and kind != "bag" and not sequence:
+        raise ScaleOptionError("--depth-scale-source motion needs the camera's motion: "
+                               "--poses FILE (TUM, camera-to-world of the optical frame)")
+    return DepthScaler(replace(config, per_frame=kind in ("image", "images") and not sequence))
 
 
 def reference_stream(bag_path: Path, scaler: DepthScaler | None, topic: str | None,

@@ -36,7 +36,7 @@ from .estimators import Estimate, ground_plane_scale, reference_scale
 from .scale_filter import ScaleFilter
 from ..setting_names import NODE, Syntax
 
-ESTIMATED_SOURCES = ("ground_plane", "reference_depth")
+ESTIMATED_SOURCES = ("ground_plane", "reference_depth", "motion")
 
 STALE_TIME_CONSTANTS = 10.0   # WARN when the held scale is older than this many time constants
 GUESSED_CAMERA = "guessed pinhole (fallback_hfov_deg)"
@@ -215,7 +215,8 @@ class DepthScaler:
 
     def update(self, t: float, depth: np.ndarray, k: Intrinsics, plan: FitPlan,
                output_resolution: str, reference: np.ndarray | None = None, *,
-               camera: Hashable | None = None, guessed: bool = False) -> ScaleReport:
+               camera: Hashable | None = None, guessed: bool = False,
+               estimate: Estimate | None = None) -> ScaleReport:
         """Estimate this frame's scale from ``depth`` (relative, on the published grid with
         intrinsics ``k``), filter it, and report the scale to use (None: not found yet).
 
@@ -224,6 +225,8 @@ class DepthScaler:
         to one camera: when ``camera`` changes it starts afresh, so estimates made with a
         guessed camera never mix with those of the real calibration (a floor seen through a
         60 deg guess of a 90 deg lens is 1.7x too near), nor those of a zoom or binning step.
+        ``estimate``: this frame's estimate made elsewhere, for the source 'motion'
+        (``core.motion``: the camera's motion and the image motion).
         """
         config = self.config
         restarted = camera is not None and self._camera is not None and camera != self._camera
@@ -234,6 +237,8 @@ class DepthScaler:
         if config.source == "ground_plane":
             est = ground_plane_scale(depth, k, config.camera_height, config.max_tilt_deg,
                                      config.min_inlier_ratio)
+        elif config.source == "motion":
+            est = estimate or Estimate(None, reason="no camera motion for this frame")
         elif reference is None:
             est = Estimate(None, reason="no reference depth for this frame")
         else:

@@ -1,0 +1,135 @@
+"""One camera's motion state, kept across frames by its caller like its ``DepthScaler``: the
+motion scale (``depth_scale_source: motion``), the temporal alignment, and the TAE of its last
+two outputs. The pipeline calls it from ``finish`` (see the package docstring for the API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from ..geometry.fit import FitPlan, Interp
+from ..geometry.intrinsics import Intrinsics
+from ..preprocess import to_rgb8
+from ..scale.estimators import Estimate
+from ..scale.metric_scale import ESTIMATED_SOURCES, withholds_depth
+from .motion_scale import MotionScale
+from .pose import motion
+from .temporal import Alignment, TemporalAligner
+from .warp import tae
+
+
+@dataclass(frozen=True)
+class MotionConfig:
+    """The motion settings of the same names."""
+
+    temporal_alignment: bool = True
+    min_baseline: float = 0.1           # motion_scale_min_baseline (m)
+    max_translation: float = 0.5        # m between two frames: more is a jump
+
+
+def motion_config(settings: Any) -> MotionConfig:
+    """The motion settings of a ``Settings``."""
+    return MotionConfig(temporal_alignment=settings.temporal_alignment,
+                        min_baseline=settings.motion_scale_min_baseline)
+
+
+@dataclass(frozen=True)
+class MotionReport:
+    """What the camera's motion did to one frame, for diagnostics and summaries."""
+
+    has_pose: bool
+    aligned: bool = False
+    reason: str = ""            # why the frame was not aligned (a reset), "" when it was
+    fused_share: float = 0.0
+    tae: float | None = None    # self-consistency of this output and the previous one
+
+
+def motion_diagnostics(report: MotionReport | None) -> dict[str, str]:
+    """Key/value strings for /diagnostics (empty without a report)."""
+    if report is None:
+        return {}
+    return {"camera pose": "yes" if report.has_pose else "no",
+            "temporal alignment": "aligned" if report.aligned else (report.reason or "off"),
+            "temporal fused share": f"{report.fused_share:.2f}",
+            "temporal TAE": "-" if report.tae is None else f"{report.tae:.4f}"}
+
+
+def grey_on_grid(raw: Any, plan: FitPlan, output_resolution: str,
+                 size: tuple[int, int]) -> np.ndarray:
+    """A RawFrame's image as uint8 grey on the published grid (``size`` = width, height): the
+    frame itself when it is that grid (and not rectified), else the model's view un-fitted."""
+    def grey(image: np.ndarray) -> np.ndarray:
+        return cv2.cvtColor(to_rgb8(image, raw.fmt), cv2.COLOR_RGB2GRAY)
+    frame = raw.frame
+    if (frame.shape[1], frame.shape[0]) == size and not raw.rectified:
+        return grey(frame)
+    return plan.unfit(grey(raw.fitted), output_resolution, Interp.LINEAR)
+
+
+class CameraMotion:
+    """Per camera: the motion scale's past frames, the temporal state and the last output."""
+
+    def __init__(self, config: MotionConfig = MotionConfig()) -> None:
+        self.config = config
+        self.scale = MotionScale(config.min_baseline)
+        self.temporal = TemporalAligner(config.max_translation)
+        self._last: tuple[np.ndarray, np.ndarray, Intrinsics, object] | None = None  # +unit
+        self.last: MotionReport | None = None
+
+    def reset(self, reason: str = "") -> None:
+        """Forget the past (a new sequence)."""
+        self.scale.reset()
+        self.temporal.reset()
+        self._last = None
+
+    def scale_estimate(self, t: float, pose: np.ndarray | None, relative: np.ndarray,
+                       k: Intrinsics, grey: np.ndarray) -> Estimate:
+        """This frame's motion scale (for ``depth_scale_source: motion``)."""
+        return self.scale.estimate(t, pose, relative, k, grey)
+
+    def frame_estimate(self, source: str, t: float, pose: np.ndarray | None, raw: Any,
+                       products: Any, output_resolution: str) -> Estimate | None:
+        """The pipeline's hook before the scale: the motion estimate for ``source`` motion
+        (None for other sources)."""
+        if source != "motion":
+            return None
+        grey = grey_on_grid(raw, products.plan, output_resolution,
+                            (products.width, products.height))
+        return self.scale_estimate(t, pose, products.depth, products.intrinsics, grey)
+
+    def publish(self, t: float, pose: np.ndarray | None, products: Any) -> None:
+        """The pipeline's hook after the scale: ``products.depth`` aligned over time, and
+        ``products.motion`` its report. Depth withheld for want of a scale is left alone."""
+        report = products.scale
+        if withholds_depth(report):
+            self.last = products.motion = MotionReport(
+                pose is not None, reason="depth withheld (no metric scale yet)")
+            return
+        anchor: float | None = 1.0
+        if report is not None and report.source in ESTIMATED_SOURCES:
+            anchor = None if report.estimate is None or not report.scale else \
+                report.estimate / report.scale
+        unit = None if report is None else (report.source, report.metric)
+        products.depth, products.motion = self.align(t, pose, products.depth,
+                                                     products.intrinsics, unit, anchor)
+
+    def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
+              unit: object, anchor: float | None) -> tuple[np.ndarray, MotionReport]:
+        """The published depth (fused with the past when ``temporal_alignment``) and the
+        frame's report; see :meth:`.temporal.TemporalAligner.align` for ``unit`` and
+        ``anchor``."""
+        if self.config.temporal_alignment:
+            depth, done = self.temporal.align(t, pose, depth, k, unit, anchor)
+        else:
+            done = Alignment(False, "temporal_alignment is off")
+        flicker = None
+        if pose is not None and self._last is not None and self._last[2] == k \
+                and self._last[3] == unit and self._last[0].shape == depth.shape:
+            flicker = tae(self._last[0], depth, k, motion(self._last[1], pose))
+        self._last = None if pose is None else (depth, pose, k, unit)
+        self.last = MotionReport(pose is not None, done.aligned, done.reason, done.fused_share,
+                                 flicker)
+        return depth, self.last

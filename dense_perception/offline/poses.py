@@ -1,0 +1,62 @@
+"""``--poses FILE``: a camera trajectory (TUM, camera-to-world of the optical frame) for a folder
+of images or a video, so that the frames are a sequence with known motion (temporal alignment,
+``--depth-scale-source motion``). Bags carry their motion as odometry instead.
+
+A folder with poses is one camera's stream, not unrelated photos: its frames share a scale
+filter and take the trajectory's stamps as their times. In a folder laid out as RGB-D datasets
+ship (``frame-000000.color.jpg`` beside ``frame-000000.depth.png``), the depth images beside
+the colour ones are the dataset's measurements, not frames.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from ..core.motion.trajectory import Trajectory, TrajectoryError, read_tum
+from .loop import Frame
+from .scale_options import ScaleOptionError
+
+COMPANION = re.compile(r"^(?P<stem>.+)\.(?P<kind>depth|color|rgb)\.[^.]+$", re.IGNORECASE)
+
+
+def load_poses(path: str | None) -> Trajectory | None:
+    """The trajectory of ``--poses`` (None without one); ScaleOptionError (exit 2, one line)
+    for a file that cannot be used."""
+    if not path:
+        return None
+    try:
+        return read_tum(path)
+    except TrajectoryError as exc:
+        raise ScaleOptionError(str(exc)) from None
+
+
+def colour_frames(paths: list[Path]) -> list[Path]:
+    """``paths`` without the ``<stem>.depth.<ext>`` files that sit beside a
+    ``<stem>.color.<ext>`` (or ``.rgb.``) one: an RGB-D dataset's measured depth, not frames."""
+    colour = {m["stem"] for p in paths if (m := COMPANION.match(p.name))
+              and m["kind"].lower() != "depth"}
+    return [p for p in paths if not ((m := COMPANION.match(p.name))
+                                     and m["kind"].lower() == "depth" and m["stem"] in colour)]
+
+
+def posed_frames(events: Iterator[Frame], trajectory: Trajectory, total: int | None,
+                 fps: float | None = None) -> Iterator[Frame]:
+    """The frames with their pose and the trajectory's stamp as their time (in order when the
+    counts agree, else by stamp for a video at ``fps``). ScaleOptionError, before any frame,
+    when the trajectory does not fit the input."""
+    times = None if not (fps and total) else [i / fps for i in range(total)]
+    try:
+        matched = trajectory.for_frames(total, times)
+    except TrajectoryError as exc:
+        raise ScaleOptionError(str(exc)) from None
+
+    def frames() -> Iterator[Frame]:
+        for frame in events:
+            if frame.index < len(matched) and matched[frame.index] is not None:
+                stamp, pose = matched[frame.index]
+                frame = replace(frame, time=stamp, pose=pose)
+            yield frame
+    return frames()
