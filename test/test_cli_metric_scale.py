@@ -176,7 +176,7 @@ def test_a_folder_of_photos_gives_each_its_own_scale(tmp_path, capsys):
     code, _, stderr = run(["process", photos, "--model", DA3_TEST_MODEL, "--backend", "cpu",
                            "--out", out, "--outputs", "depth", "--fallback-hfov", HFOV,
                            "--depth-scale-source", "ground_plane", "--camera-height",
-                           FORWARD.height, "--depth-scale-time-constant", "100"], capsys)
+                           FORWARD.height], capsys)
     assert code == 0, stderr
     assert np.abs(np.load(out / "depth" / "1_near.npy") / z1 - 1).max() < 0.03
     assert np.abs(np.load(out / "depth" / "3_far.npy") / z3 - 1).max() < 0.03

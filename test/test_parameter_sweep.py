@@ -236,6 +236,18 @@ def test_restart_only_settings_are_refused_with_a_reason(harness_factory):
         assert h.node.get_parameter(spec.name).value == before
 
 
+# Scale settings and where each acts (written out here, from the metric-scale docs): the
+# relative-depth sources that read it; a metric model reads none.
+SCALE_READERS = {
+    "camera_height": ("ground_plane",), "camera_heights": ("ground_plane",),
+    "ground_max_tilt_deg": ("ground_plane",), "reference_depth_slop": ("reference_depth",),
+    "depth_scale_time_constant": ("ground_plane", "reference_depth"),
+    "depth_scale_max_age": ("ground_plane", "reference_depth"),
+    "depth_scale_min_inliers": ("ground_plane", "reference_depth"),
+    "relative_depth_scale": ("fixed", "none"),
+}
+
+
 @pytest.mark.parametrize("model", ["da3", "tipsv2"])
 def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_reason(
         harness_factory, model):
@@ -245,7 +257,6 @@ def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_rea
     from support.common import TIPS_TEST_MODEL
 
     from dense_perception.core.settings_table import PARAMS_BY_NAME
-    from dense_perception.ros.parameters import SCALE_READERS
     path = DA3_TEST_MODEL if model == "da3" else TIPS_TEST_MODEL
     params = Params(harness_factory({"model_path": path}, subscribe=()))  # source: none
     for name, readers in SCALE_READERS.items():
@@ -261,3 +272,27 @@ def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_rea
                 f"{name} has no effect with depth_scale_source none"), (name, reason)
             assert " and ".join(readers) in reason
         assert params.set(name, spec.default) == (True, ""), name
+
+
+def test_a_runtime_change_that_would_do_nothing_is_refused(harness_factory):
+    """The relevance rule at runtime beyond the scale: DA3 with depth_scale_source none makes
+    no points, so a points setting is refused; a voxel cloud is unorganised, so
+    points_organized is refused beside it; compressedDepth of 16UC1 is not quantised."""
+    params = Params(harness_factory({"model_path": DA3_TEST_MODEL}, subscribe=()))
+    ok, reason = params.set("points_stride", 4)
+    assert not ok and reason.startswith("points_stride has no effect with depth_scale_source "
+                                        "none"), reason
+    params = Params(harness_factory({"model_path": DA3_TEST_MODEL, "depth_scale_source": "fixed",
+                                     "points_voxel_size": 0.05, "depth_encoding": "16UC1"},
+                                    subscribe=()))
+    ok, reason = params.set("points_organized", True)
+    assert not ok and "points_voxel_size 0.05" in reason, reason
+    ok, reason = params.set("compressed_depth_quantization", 20.0)
+    assert not ok and "depth_encoding 16UC1" in reason, reason
+    # a voxel edge under 1 mm: refused by its row (it collapsed the cloud to one point)
+    ok, reason = params.set("points_voxel_size", 1e-300)
+    assert not ok and ">= 0.001" in reason, reason
+    # compressedDepth's inverse depth cannot hold 10 m with q = 1 (q (q + 1) = 2 m)
+    assert params.set("depth_encoding", "32FC1") == (True, "")
+    ok, reason = params.set("compressed_depth_quantization", 1.0)
+    assert not ok and "q (q + 1) = 2 m" in reason, reason

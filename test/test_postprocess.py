@@ -12,9 +12,12 @@ def test_depth_invalid_is_nan_and_scale_is_fixed():
     assert np.isnan(depth[1, 1])
 
 
-def test_millimetres_clamp_and_zero_invalid():
-    depth = np.array([[0.0004, 1.2344, 70.0, np.nan, 0.0006]], np.float32)
-    assert post.depth_to_millimetres(depth).tolist() == [[0, 1234, 65535, 0, 1]]
+def test_millimetres_zero_what_16_bits_cannot_hold():
+    """REP 118: 0 is invalid; depth past 65.535 m, NaN, inf or <= 0 is 0, never clamped to a
+    wrong distance."""
+    depth = np.array([[0.0004, 1.2344, 70.0, np.nan, 0.0006, 65.535, 65.5356, 110.0, -1.0,
+                       np.inf]], np.float32)
+    assert post.depth_to_millimetres(depth).tolist() == [[0, 1234, 0, 0, 1, 65535, 0, 0, 0, 0]]
 
 
 def test_colorized_depth_near_is_warm_and_invalid_black():

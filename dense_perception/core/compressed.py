@@ -8,6 +8,9 @@ The node and the offline command publish these beside the raw topics, so RViz, F
   endian) followed by a 16-bit PNG. For ``32FC1`` the PNG holds quantised inverse depth
   ``trunc(a / z + b)`` with ``a = q (q + 1)`` and ``b = 1 - a / depth_max`` (``q`` =
   depth_quantization), 0 for invalid or ``z >= depth_max``; a decoder reads ``z = a / (v - b)``.
+  The truncation's error is bounded (``z**2 / (a - z)``) for ``z < a`` only: farther, one step
+  spans all depth out to depth_max, so such depth is sent as invalid too, never as a wrong
+  distance (and the settings refuse a depth_max beyond ``a``).
   For ``16UC1`` it holds the millimetres as they are, 0 past ``depth_max``. The format string is
   ``"<encoding>; compressedDepth png"``.
 - ``compressed`` (compressed_image_transport): JPEG of colour images converted to BGR, format
@@ -56,10 +59,20 @@ def quantization(config: CompressionConfig) -> tuple[float, float]:
     return float(a), float(b)
 
 
+def representable_depth(config: CompressionConfig = CompressionConfig()) -> float:
+    """The depth (m) below which compressedDepth's error is bounded: ``a = q (q + 1)``; at or
+    past it (or past depth_max) depth is sent as invalid."""
+    return quantization(config)[0]
+
+
 def depth_error_bound(z: float, config: CompressionConfig = CompressionConfig()) -> float:
     """The largest decoded-minus-true depth (m) at depth ``z`` (always >= 0: the truncation
-    rounds inverse depth down, so decoded depth is never nearer): ``z**2 / (a - z)``."""
+    rounds inverse depth down, so decoded depth is never nearer): ``z**2 / (a - z)`` for
+    ``z < a``; ValueError for ``z >= a``, where no bound holds (such depth is sent invalid)."""
     a, _ = quantization(config)
+    if not z < a:
+        raise ValueError(f"no error bound at {z} m: compressedDepth holds depth below "
+                         f"q (q + 1) = {a:g} m only")
     return z * z / (a - z)
 
 
@@ -89,9 +102,10 @@ def inverse_depth(depth: np.ndarray, config: CompressionConfig) -> np.ndarray:
     z = depth.astype(np.float32, copy=False)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         v = np.float32(a) / z + np.float32(b)  # float32 arithmetic, as the plugin's
-        # Invalid (NaN, inf, <= 0), at or past depth_max, or too near for 16 bits: 0. The
-        # plugin's own conversion is undefined for a too-near depth; withheld here instead.
-        keep = (z > 0) & (z < np.float32(config.depth_max)) & (v < UINT16_MAX + 1)
+        # Invalid (NaN, inf, <= 0), at or past depth_max, too near for 16 bits, or at or past
+        # a (no bound: it would decode as depth_max or worse): 0. The plugin's own conversion
+        # is undefined for a too-near depth; withheld here instead.
+        keep = (z > 0) & (z < np.float32(min(config.depth_max, a))) & (v < UINT16_MAX + 1)
     out = np.zeros(depth.shape, np.uint16)
     out[keep] = v[keep]  # positive: the cast truncates, as the plugin's C++ conversion
     return out

@@ -51,11 +51,14 @@ def confidence_from_output(raw: np.ndarray) -> np.ndarray:
 
 
 def depth_to_millimetres(depth: np.ndarray) -> np.ndarray:
-    """16UC1 millimetres (REP 118): 0 = invalid, clamped to 1..65535."""
-    mm = np.rint(depth * 1000.0)
+    """16UC1 millimetres (REP 118), the one conversion of every 16UC1 and png16 image: 0 =
+    invalid, and so is depth 16 bits cannot hold (NaN, <= 0, under 0.5 mm or past 65.535 m):
+    a clamped value would be a wrong distance."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        mm = np.rint(depth * 1000.0)
+        valid = (mm >= 1) & (mm <= 65535)  # NaN compares false
     out = np.zeros(depth.shape, np.uint16)
-    valid = np.isfinite(mm) & (mm > 0)
-    out[valid] = np.clip(mm[valid], 1, 65535)
+    out[valid] = mm[valid]
     return out
 
 

@@ -9,10 +9,11 @@ several settings (and the model) live here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 
 from .backends.runner import BackendConfig
-from .compressed import CompressionConfig
+from .compressed import CompressionConfig, representable_depth
 from .depth_model import DepthOptions
 from .frame_data import PipelineConfig
 from .products import OutputGroup
@@ -119,6 +120,23 @@ def depth_units_problem(settings: Settings, metric_depth: bool,
                 return problem
     return relative_output_problem(metric_depth, settings.depth_scale_source,
                                    settings.max_depth, settings.depth_encoding, syntax)
+
+
+def compressed_depth_problem(settings: Settings, syntax: Syntax = NODE) -> str | None:
+    """Why compressedDepth cannot hold the depth out to ``compressed_depth_max`` (32FC1): past
+    q (q + 1) (q = ``compressed_depth_quantization``) one step of its 16-bit inverse depth spans
+    all farther depth, so such depth is sent as invalid; a depth_max beyond it is refused."""
+    config = compression_config(settings)
+    limit = representable_depth(config)
+    if settings.depth_encoding != "32FC1" or config.depth_max <= limit:
+        return None
+    q_min = math.ceil((math.sqrt(1.0 + 4.0 * config.depth_max) - 1.0) / 2.0 * 100.0) / 100.0
+    q = syntax.phrase("compressed_depth_quantization", f"{config.depth_quantization:g}")
+    depth_max = syntax.phrase("compressed_depth_max", f"{config.depth_max:g}")
+    return (f"{q} cannot represent depth out to {depth_max} m: compressedDepth's inverse "
+            f"depth holds depth below q (q + 1) = {limit:g} m "
+            f"only; raise {syntax.name('compressed_depth_quantization')} to at least {q_min:g} "
+            f"or lower {syntax.name('compressed_depth_max')} to {limit:g}")
 
 
 def publishes(settings: Settings, group: OutputGroup) -> bool:

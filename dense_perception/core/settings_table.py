@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
+from .geometry.pointcloud import voxel_size_problem
 from .depth_model import mean_std_problem
 from .models import MODEL_TYPES
 from .motion.odometry import mountings_problem
@@ -273,9 +274,9 @@ class Settings:
     points_voxel_size: float = setting(
         0.0, "Keep one point per cube of this edge (m), the one "
         "nearest the camera, so a cloud for a network link stays light and no obstacle "
-        "is lost; 0 = off. The cloud is then unorganised (points_organized is ignored).",
-        low=0.0, high=100.0, runtime=True,
-        unit="m", offline="--points-voxel-size")
+        "is lost; 0 = off, else at least 0.001 (1 mm). The cloud is then unorganised "
+        "(points_organized is ignored).", low=0.0, high=100.0, runtime=True,
+        unit="m", offline="--points-voxel-size", check=voxel_size_problem)
     input_rectified: bool = setting(
         False, "true: the image is rectified (image_rect), use "
         "CameraInfo P and ignore K and D; false: the image is raw (image_raw), rectified "
@@ -355,7 +356,9 @@ class Settings:
         100.0, "depth/image/compressedDepth (32FC1): "
         "the depth (m) at which one step of the 16-bit inverse depth is 1 m "
         "(compressed_depth_image_transport's depth_quantization); the error at depth z is "
-        "at most z^2 / (q (q + 1) - z).", low=1.0, high=150.0, runtime=True,
+        "at most z^2 / (q (q + 1) - z), for z below q (q + 1) only: farther depth is sent "
+        "as invalid, and compressed_depth_max must not pass q (q + 1).", low=1.0, high=150.0,
+        runtime=True,
         unit="m", offline="--compressed-depth-quantization")
     depth_encoding: str = setting(
         "32FC1", "depth/image encoding: 32FC1 (metres, NaN invalid) "

@@ -26,11 +26,13 @@ from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
 from .fleet import first_kind, fleet_inputs, run_fleet
+from .flag_relevance import check_bag_options, check_flags
 from .inputs import BAG_COMPRESSED
 from .process import COPY_MODES, ModelSession, default_out, input_kind
 from .process_options import ProcessOptions
 from .scale_options import ScaleOptionError, add_scale_arguments
-from .settings_args import DEPTH_FORMATS, add_setting_arguments, settings_from_args
+from .settings_args import (DEPTH_FORMATS, add_setting_arguments, given_settings,
+                            settings_from_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,15 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
                      "warning, never another camera's")
     bag.add_argument("--out-namespace", help="namespace of the output topics (default: the "
                      "image topic's, e.g. /camera for /camera/image_raw)")
-    bag.add_argument("--bag-format", choices=("mcap", "sqlite3"), default="mcap",
-                     help="storage of the output bag")
-    bag.add_argument("--compressed", choices=BAG_COMPRESSED, default="off",
+    bag.add_argument("--bag-format", choices=("mcap", "sqlite3"),
+                     help="storage of the output bag (default mcap)")
+    bag.add_argument("--compressed", choices=BAG_COMPRESSED,
                      help="image_transport's compressed topics in the output bag (the node's: "
                      "depth/image/compressedDepth, */colored/compressed, "
-                     "segmentation/labels/compressed): off, add (beside the raw ones) or only "
+                     "segmentation/labels/compressed): off (the default), add (beside the raw "
+                     "ones) or only "
                      "(instead of the raw images they compress: the size to keep for Foxglove)")
-    bag.add_argument("--copy", choices=COPY_MODES, default="all", help="input topics copied "
-                     "into the output bag: all, camera (image + CameraInfo) or none")
+    bag.add_argument("--copy", choices=COPY_MODES, help="input topics copied into the "
+                     "output bag: all (the default), camera (image + CameraInfo) or none")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show what LiteRT prints while loading")
     fleet = p.add_argument_group(
@@ -106,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--workers", type=int, default=0, help="Ray workers (actors), each "
                        "loading the model once (default: the cluster's CPUs / "
                        "--threads-per-worker)")
-    fleet.add_argument("--threads-per-worker", type=int, default=1, help="CPU threads of "
-                       "each Ray worker; workers x threads must fit the cores of the nodes")
+    fleet.add_argument("--threads-per-worker", type=int, help="CPU threads of each Ray "
+                       "worker (default 1); workers x threads must fit the cores of the nodes")
     p.set_defaults(func=cmd_process)
 
     i = sub.add_parser("info", help="what a model file is and how fast it runs here",
@@ -147,7 +150,10 @@ def cmd_process(args: argparse.Namespace,
         # The scale settings are checked for the first input's kind (many inputs: an input of
         # another kind they do not suit fails alone).
         kind = first_kind if options.many else input_kind
+        kinds = [kind(path) for path in paths]  # a flag no input reads is refused
+        check_bag_options(options, kinds)
         session = ModelSession(settings, options, scale_check_kind=lambda: kind(paths[0]))
+        check_flags(settings, given_settings(args), session.spec, options, kinds)
         if options.many:
             return run_fleet(session, paths, watch)
         out_path = Path(options.out) if options.out else default_out(paths[0])

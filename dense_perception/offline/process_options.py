@@ -17,6 +17,12 @@ from typing import Any
 from .console import CliError
 
 GLOB = re.compile(r"[*?[]")  # a glob, not a path: many inputs
+# The command's own options that only a bag input reads ({field: flag}); argparse gives None
+# when one is not typed, so a typed one is told apart from its default.
+BAG_ONLY = {"topics": "--topic", "camera_info_topics": "--camera-info-topic",
+            "out_namespace": "--out-namespace", "bag_format": "--bag-format",
+            "compressed": "--compressed", "copy": "--copy",
+            "reference_depth_topic": "--reference-depth-topic"}
 
 
 def _output(default: Any = None) -> Any:
@@ -49,6 +55,7 @@ class ProcessOptions:
     workers: int = 0
     threads_per_worker: int = 1
     many: bool = False
+    given: frozenset[str] = frozenset()      # the fields whose flag was typed (BAG_ONLY's)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ProcessOptions":
@@ -65,26 +72,37 @@ class ProcessOptions:
                 or bool(args.workers)
                 or any(i.startswith("@") or (GLOB.search(i) and not Path(i).exists())
                        for i in inputs))
+        threads = 1 if args.threads_per_worker is None else args.threads_per_worker
+        if ray is None and args.threads_per_worker is not None:
+            raise CliError("--threads-per-worker has no effect without --ray (the inputs run "
+                           "in this process); add --ray or leave it out")
         if many:
-            _check_many(args.out, ray, args.workers, args.threads_per_worker)
+            _check_many(args.out, ray, args.workers, threads)
         if args.max_frames < 0:
             raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
         return cls(inputs=tuple(inputs), out=args.out, outputs=args.outputs,
                    max_frames=args.max_frames, camera_info_yaml=args.camera_info_yaml,
                    topics=tuple(args.topic or ()),
                    camera_info_topics=tuple(args.camera_info_topic or ()),
-                   out_namespace=args.out_namespace, bag_format=args.bag_format,
-                   compressed=args.compressed, copy=args.copy,
-                   reference_depth_topic=args.reference_depth_topic,
-                   poses=getattr(args, "poses", None), verbose=args.verbose,
+                   out_namespace=args.out_namespace, bag_format=args.bag_format or "mcap",
+                   compressed=args.compressed or "off", copy=args.copy or "all",
+                   reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
+                   poses=getattr(args, "poses", None),
                    inputs_from=args.inputs_from, force=args.force, ray=ray,
-                   workers=args.workers, threads_per_worker=args.threads_per_worker, many=many)
+                   workers=args.workers, threads_per_worker=threads, many=many,
+                   given=frozenset(name for name, flag in BAG_ONLY.items()
+                                   if getattr(args, _dest(flag)) is not None))
 
     def output_values(self) -> dict[str, Any]:
         """``{option: value}`` of the options that change what an output holds (tuples as
         lists, as summary.json holds them): the command's part of the fleet's reuse key."""
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
                 for f in fields(self) if f.metadata.get("affects_output")}
+
+
+def _dest(flag: str) -> str:
+    return {"--topic": "topic", "--camera-info-topic": "camera_info_topic"}.get(
+        flag, flag.lstrip("-").replace("-", "_"))
 
 
 def _check_many(out: str | None, ray: str | None, workers: int, threads: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.setting_names import Syntax
 from ..core.setting_row import ParamSpec, SettingError
+from ..core.settings import compressed_depth_problem
 from ..core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
 from .console import CliError
 
@@ -61,8 +62,9 @@ def add_setting_arguments(parser: argparse.ArgumentParser,
         if spec.offline is None or spec.name in HAND_WRITTEN:
             continue
         target = scale_group if GROUPS.get(spec.name) == "scale" else parser
-        kwargs: dict[str, Any] = {"dest": dest(spec), "default": spec.default,
-                                  "help": _help(spec)}
+        # None when not typed: the value is the table's default (setting_values), and
+        # given_settings tells a typed flag apart, also one typed at its default
+        kwargs: dict[str, Any] = {"dest": dest(spec), "default": None, "help": _help(spec)}
         if isinstance(spec.default, bool):
             kwargs["action"] = argparse.BooleanOptionalAction
         elif isinstance(spec.default, list) and len(spec.default) == 1:  # any count: 7 a camera
@@ -79,17 +81,27 @@ def add_setting_arguments(parser: argparse.ArgumentParser,
 
 def setting_values(args: argparse.Namespace) -> dict[str, Any]:
     """``{setting name: value}`` of the parsed command line, for every offline setting."""
-    values = {spec.name: getattr(args, dest(spec)) for spec in PARAMS
-              if spec.offline is not None and spec.name not in HAND_WRITTEN}
+    values = {spec.name: spec.default if (v := getattr(args, dest(spec))) is None else v
+              for spec in PARAMS if spec.offline is not None and spec.name not in HAND_WRITTEN}
     values["model_path"] = args.model
     values["depth_encoding"] = {v: k for k, v in DEPTH_FORMATS.items()}[args.depth_format]
     return values
+
+
+def given_settings(args: argparse.Namespace) -> list[str]:
+    """The settings whose flag was typed on the command line (at its default too)."""
+    return [spec.name for spec in PARAMS if spec.offline is not None
+            and spec.name not in HAND_WRITTEN and getattr(args, dest(spec)) is not None]
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The run's settings, made once from the parsed command line and checked against the
     table; CliError (naming the flag) when a value is out of its row."""
     try:
-        return Settings.from_values(setting_values(args))
+        settings = Settings.from_values(setting_values(args))
     except SettingError as exc:
         raise CliError(exc.in_syntax(OFFLINE)) from None
+    problem = compressed_depth_problem(settings, OFFLINE)
+    if problem:
+        raise CliError(problem)
+    return settings

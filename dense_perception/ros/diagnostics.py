@@ -60,6 +60,7 @@ class FrameStats:
     input_size: tuple[int, int] | None = None
     frame_id: str = ""  # the camera frame of the last image: the diagnostics' hardware_id
     computed: tuple[str, ...] = ()  # the products the last frame computed (lazy: listened ones)
+    ignored_settings: tuple[str, ...] = ()  # settings given that do nothing here (and why)
     waiting_since: float | None = None  # monotonic s: first frame received since the last output
     last_arrival: float | None = None  # monotonic s: the last frame received while active
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -148,6 +149,9 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
         return DiagnosticStatus.WARN, f"point cloud geometry is approximate ({stats.camera_note})"
     if backend_note:
         return DiagnosticStatus.WARN, backend_note + " (set backend: cpu to make it the plan)"
+    if stats.ignored_settings:
+        names = ", ".join(why.split(" ", 1)[0] for why in stats.ignored_settings)
+        return DiagnosticStatus.WARN, f"settings ignored here: {names} (see 'ignored settings')"
     if not stats.processed:
         return DiagnosticStatus.OK, "waiting for images (or for subscribers)"
     return DiagnosticStatus.OK, "running"
@@ -203,6 +207,7 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
         "output age (s)": f"{stats.last_age_s:.3f}",
         "no output for (s)": f"{stats.stalled_s(now):.1f}",
         "last error": stats.last_error or "-",
+        "ignored settings": "; ".join(stats.ignored_settings) or "-",
         **depth_scale[0],
         **host_values(stages, host_threads, stats.computed),
         **bandwidth_values(bandwidth or {}),

@@ -41,8 +41,7 @@ class ParameterHandling:
                 else self.perception.state or "inactive"
         if self.perception is None:  # lifecycle, unconfigured: configure checks the rest
             return check_changes(self.current_settings(), params, lifecycle_state=state)
-        result = check_changes(self.perception.settings, params,
-                               self.perception.spec.metric_depth, state)
+        result = check_changes(self.perception.settings, params, self.perception.spec, state)
         confidence = changed_values(params).get("points_min_confidence")
         note = self.perception.pipeline.confidence_note(confidence) if result.successful \
             and confidence not in (None, self.perception.settings.points_min_confidence) \

@@ -12,26 +12,20 @@ while it is configured.
 from __future__ import annotations
 
 import array
-from typing import Any, Iterable
+from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
-from ..core.scale.metric_scale import ESTIMATED_SOURCES
+from ..core.models import ModelSpec
+from ..core.setting_relevance import Where, given_at_start, ignored_settings
 from ..core.setting_row import ParamSpec, SettingError
-from ..core.settings import camera_heights_problem, depth_units_problem, ignored_camera_height
+from ..core.settings import (camera_heights_problem, compressed_depth_problem,
+                             default_confidence, depth_units_problem, ignored_camera_height)
 from ..core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
 from .compat import parameter_descriptor
 
-# The scale settings of DA3 and the depth_scale_source values that read them; a metric model
-# reads none. A runtime change that the node's source (restart-only) never reads is refused.
-SCALE_READERS = {
-    "camera_height": ("ground_plane",), "camera_heights": ("ground_plane",),
-    "ground_max_tilt_deg": ("ground_plane",), "reference_depth_slop": ("reference_depth",),
-    "depth_scale_time_constant": ESTIMATED_SOURCES, "depth_scale_max_age": ESTIMATED_SOURCES,
-    "depth_scale_min_inliers": ESTIMATED_SOURCES, "relative_depth_scale": ("fixed", "none"),
-}
 RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
 CONFIGURE_NOTE = (" Lifecycle node: settable only while unconfigured (deactivate and cleanup "
                   "first); the next configure uses it.")
@@ -68,10 +62,14 @@ def declare_parameters(node: Node, managed: bool = False) -> Settings:
         raise StartupError(f"bad parameter: {' '.join(str(exc).split())}. Allowed values "
                            "are listed in config/depth.yaml.") from None
     try:
-        return node_settings(node)
+        settings = node_settings(node)
     except SettingError as exc:
         raise StartupError(f"{exc}. Fix it in the config YAML or with "
                            f"-p {exc.spec.name}:=<value>.") from None
+    problem = compressed_depth_problem(settings)
+    if problem:
+        raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
+    return settings
 
 
 def node_settings(node: Node) -> Settings:
@@ -90,24 +88,25 @@ def parameter_value(node: Node, spec: ParamSpec) -> Any:
         raise
 
 
-def unread_setting(metric_depth: bool, current: Settings, changed: Settings,
-                   names: Iterable[str]) -> str | None:
-    """Why one of the settings ``names`` changed from ``current`` to ``changed`` would be
-    accepted and ignored: a scale setting that this model, or the node's depth_scale_source,
-    never reads (None: each is read, or does not change)."""
-    source = current.depth_scale_source
-    for name in names:
-        readers = SCALE_READERS.get(name)
-        if readers is None or getattr(changed, name) == getattr(current, name):
-            continue
-        if metric_depth:
-            return (f"{name} has no effect: this model's depth is metric (the scale settings "
-                    "are for relative-depth models such as DA3)")
-        if source not in readers:
-            return (f"{name} has no effect with depth_scale_source {source} (it is read by "
-                    f"{' and '.join(readers)}); depth_scale_source is restart-only: set both in "
-                    "the config YAML and restart the node")
-    return None
+def node_where(spec: ModelSpec) -> Where:
+    """The node's run, for the settings' relevance rule: this model on a camera topic."""
+    return Where(spec.kind, spec.metric_depth)
+
+
+def ignored_at_start(log: Any, settings: Settings, spec: ModelSpec,
+                     confidence_note: str = "") -> tuple[str, ...]:
+    """Log one WARN per setting the node was given (off its default) that does nothing with
+    this model (``core/setting_relevance.py``), and ``confidence_note`` (the file has no
+    confidence output) at WARN when the user asked for the filter, at INFO for the default;
+    the ignored settings' reasons, for /diagnostics."""
+    ignored = ignored_settings(settings, given_at_start(settings), node_where(spec))
+    if confidence_note and default_confidence(settings.points_min_confidence):
+        log.info(confidence_note)
+    elif confidence_note and not any(w.startswith("points_min_confidence ") for w in ignored):
+        ignored.append(confidence_note)
+    for why in ignored:
+        log.warning(f"{why}; it is ignored (remove it from the config YAML or -p)")
+    return tuple(ignored)
 
 
 def changed_values(params: list) -> dict[str, Any]:
@@ -134,11 +133,12 @@ def restart_only_refusal(name: str, lifecycle_state: str | None) -> str | None:
             f"{lifecycle_state}: {how}, then set it and configure")
 
 
-def check_changes(current: Settings, params: list, metric_depth: bool | None = None,
+def check_changes(current: Settings, params: list, spec: ModelSpec | None = None,
                   lifecycle_state: str | None = None) -> SetParametersResult:
     """Whether ``params`` may be applied to a node whose settings are ``current`` and whose
-    model gives metric depth or not (None: no model loaded yet), in ``lifecycle_state`` (None:
-    the plain node); no side effects: this is the on-set callback's whole job."""
+    model is ``spec`` (None: no model loaded yet), in ``lifecycle_state`` (None: the plain
+    node); no side effects: this is the on-set callback's whole job. A change of a setting that
+    would do nothing with this model and these settings is refused (the relevance rule)."""
     changes = changed_values(params)
     for name in changes:
         # read_only refuses first where it is set; this covers a descriptor override
@@ -153,9 +153,11 @@ def check_changes(current: Settings, params: list, metric_depth: bool | None = N
     except SettingError as exc:
         return SetParametersResult(successful=False, reason=str(exc))
     # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
-    problem = ignored_camera_height(current, changed) or (
-        None if metric_depth is None else unread_setting(metric_depth, current, changed, changes)
-        or camera_heights_problem(changed) or depth_units_problem(changed, metric_depth))
+    moved = [name for name in changes if getattr(changed, name) != getattr(current, name)]
+    problem = ignored_camera_height(current, changed) or compressed_depth_problem(changed) or (
+        None if spec is None else next(iter(ignored_settings(changed, moved, node_where(spec))),
+                                       None)
+        or camera_heights_problem(changed) or depth_units_problem(changed, spec.metric_depth))
     if problem:
         return SetParametersResult(successful=False, reason=problem)
     return SetParametersResult(successful=True)

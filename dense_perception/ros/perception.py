@@ -35,8 +35,7 @@ from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
 from ..core.settings import (camera_heights, camera_heights_problem, compression_config,
-                             default_confidence, depth_units_problem, estimates_scale,
-                             pipeline_config)
+                             depth_units_problem, estimates_scale, pipeline_config)
 from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
@@ -44,7 +43,7 @@ from .camera_input import CameraInput
 from .compat import GraphWatch
 from .diagnostics import FrameStats, build_diagnostics, model_status
 from .outputs import Outputs
-from .parameters import StartupError
+from .parameters import StartupError, ignored_at_start
 
 NODE_NAME = "dense_perception"
 FINISH_NICE = 10  # the post-processing thread's nice value, relative to the node's
@@ -135,11 +134,11 @@ class Perception:
             f"depth{relative}) on {self.pipeline.runner.description}; fit={settings.fit}, "
             f"output_resolution={settings.output_resolution}, input_qos={settings.input_qos}"
             + (f"; cameras: {', '.join(names)}" if names else ""))
-        note = self.pipeline.confidence_note()
-        if note:  # asked for by the user: WARN; the default on a file without it: nothing to do
-            log = node.get_logger()
-            (log.info if default_confidence(settings.points_min_confidence)
-             else log.warning)(note)
+        # a setting given that does nothing here: one WARN each, and in every camera's status
+        ignored = ignored_at_start(node.get_logger(), settings, self.spec,
+                                   self.pipeline.confidence_note())
+        for channel in self.channels:
+            channel.stats.ignored_settings = ignored
 
     # ---- state ---------------------------------------------------------------------------------
     def activate(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import cv2
 import numpy as np
@@ -13,6 +14,17 @@ from ..preprocess import PIXEL_FORMATS, to_colour_words
 XYZ_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32)])
 XYZRGB_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32),
                          ("rgb", np.float32)])
+# The smallest voxel edge (m): finer than a millimetre thins nothing a depth network can tell
+# apart, and an edge that underflows float32 (1e-300) would put every point in one cube.
+MIN_VOXEL_SIZE = 0.001
+
+
+def voxel_size_problem(value: float, syntax: Any) -> str | None:
+    """Why ``value`` is not a voxel edge (0 = off, else at least :data:`MIN_VOXEL_SIZE`)."""
+    if 0 < value < MIN_VOXEL_SIZE:
+        return (f"{syntax.name('points_voxel_size')} must be 0 (off) or >= {MIN_VOXEL_SIZE:g} m, "
+                f"got {value:g}")
+    return None
 
 
 @lru_cache(maxsize=8)
@@ -90,11 +102,16 @@ def nearest_per_voxel(points: np.ndarray, size: float) -> np.ndarray:
     surface, and no obstacle is lost to the thinning. Order: by cube."""
     if size <= 0 or points.size == 0:
         return points
+    if size < MIN_VOXEL_SIZE:
+        raise ValueError(f"voxel size {size:g} m is under {MIN_VOXEL_SIZE:g} m")
     xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1)
     cells = np.floor(xyz / np.float32(size)).astype(np.int64)
     cells -= cells.min(axis=0)
     extent = cells.max(axis=0) + 1
-    key = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]
+    if float(extent[0]) * float(extent[1]) * float(extent[2]) < 2.0 ** 62:
+        key = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]
+    else:  # a cloud too wide for one int64 cube number at this edge: number the cubes found
+        key = np.unique(cells, axis=0, return_inverse=True)[1].reshape(-1)
     range2 = np.einsum("ij,ij->i", xyz, xyz)
     # By cube, nearest first within each: a stable sort by cube of the points sorted by range
     # (np.lexsort's order, in two plain sorts: a quarter faster).
