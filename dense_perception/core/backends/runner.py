@@ -20,12 +20,15 @@ features instead of pinning a version:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .cpu_precision import open_cpu_runner
-from .runner_base import BACKENDS, Log, ModelLoadError, Runner, default_num_threads, litert_version
+from .runner_base import (BACKENDS, InterpreterRunner, Log, ModelLoadError, Runner,
+                          default_num_threads, litert_version)
+from ..model_io import ModelIO, ModelIOError, check_model_io
+from ..models import format_signature
 from ..tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 
@@ -47,9 +50,11 @@ def resolve_model_path(model_path: str) -> str:
     return model_path
 
 
-def check_model_file(model_path: str) -> TfliteSignature:
+def check_model_file(model_path: str, check_io: bool = True) -> TfliteSignature:
     """The file's signature; ModelLoadError with a fix when ``model_path`` is missing,
-    unreadable, not a .tflite or damaged (before LiteRT, which may crash on a damaged file)."""
+    unreadable, not a .tflite or damaged (before LiteRT, which may crash on a damaged file),
+    or (``check_io``) when its inputs or outputs cannot be read right: a dtype, quantisation
+    or dynamic size :func:`~..model_io.check_model_io` refuses."""
     path = Path(model_path)
     hint = ("Put the model file there (see models/README.md for where the real files come "
             "from) or set the model_path parameter")
@@ -67,10 +72,21 @@ def check_model_file(model_path: str) -> TfliteSignature:
         raise ModelLoadError(f"model file '{model_path}' is not a LiteRT/TFLite flatbuffer "
                              "(no TFL3 identifier). Use a .tflite file (see models/README.md).")
     try:
-        return read_signature(path)
+        signature = read_signature(path)
     except CorruptModelError as exc:
         raise ModelLoadError(f"model file '{model_path}' is damaged: {exc}. Download it again "
                              "(see models/README.md).") from None
+    if check_io:
+        model_io(signature, model_path)
+    return signature
+
+
+def model_io(signature: TfliteSignature, model_path: str) -> ModelIO:
+    """:func:`~..model_io.check_model_io` of the file, its refusal as ModelLoadError."""
+    try:
+        return check_model_io(signature, f"model file '{model_path}'")
+    except ModelIOError as exc:
+        raise ModelLoadError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -102,9 +118,15 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
     backend = config.backend
     if backend not in BACKENDS:  # a library caller's typo (the settings table checks it)
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
-    check_model_file(model_path)
+    signature = check_model_file(model_path, check_io=False)
+    io = model_io(signature, model_path)
     runner: Runner | None = None
     fallback_note = ""
+    if not io.float32:  # CompiledModel backends are fed float32 here: XNNPACK Interpreter
+        if backend == "auto":
+            fallback_note = f"GPU not used: {io.describe()}, read on the CPU (XNNPACK)"
+            log(fallback_note)
+        backend, config = _interpreter_only(backend, config, io, model_path, log)
     if backend == "npu":
         from .npu_runner import open_npu_process_runner
         runner = open_npu_process_runner(model_path, config.npu or {}, log, warn or log,
@@ -125,6 +147,14 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
                                  f"({_first_line(exc)}). Re-download it (see "
                                  "models/README.md).") from None
     runner.fallback_note = fallback_note
+    if isinstance(runner, InterpreterRunner) and (
+            list(runner.input_shapes), list(runner.output_shapes)) != (
+            list(signature.input_shapes), list(signature.output_shapes)):
+        runner.close()  # the spec was read from the stored shapes: they must be the run's
+        ran = format_signature(runner.input_shapes, runner.output_shapes)
+        stored = format_signature(signature.input_shapes, signature.output_shapes)
+        raise ModelLoadError(f"model file '{model_path}' runs at {ran} but stores {stored} "
+                             "(dynamic sizes); convert it with fixed input and output sizes")
     if warmup:
         runner.input_buffer()[...] = 0.0
         start = time.perf_counter()
@@ -132,6 +162,21 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
         runner.warmup_ms = (time.perf_counter() - start) * 1000.0
     log(f"running on {runner.description}, ai-edge-litert {litert_version()}")
     return runner
+
+
+def _interpreter_only(backend: str, config: BackendConfig, io: ModelIO, model_path: str,
+                      log: Log) -> tuple[str, BackendConfig]:
+    """The backend and config for a file whose I/O is not float32: the XNNPACK Interpreter,
+    which (de)quantises with the file's own scale and zero point; backend gpu or npu is
+    refused in one line, 'auto' says why it stays on the CPU, fp16 CPU arithmetic is off."""
+    if backend in ("gpu", "npu"):
+        raise ModelLoadError(
+            f"backend {backend} cannot run model file '{model_path}': its {io.describe()}, "
+            f"and the {backend.upper()} path here reads and writes float32 only. Set backend "
+            "to 'cpu' or 'auto' (XNNPACK reads it with the file's own scale and zero point).")
+    if config.cpu_precision == "fp16":  # asked for; 'auto' quietly keeps fp32
+        log(f"cpu_precision {config.cpu_precision} not used: {io.describe()}; running fp32")
+    return "cpu", replace(config, backend="cpu", cpu_precision="fp32")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .model_pages import release_file_pages
 from ..setting_values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
+from ..model_io import FLOAT32, details_codec
 
 Log = Callable[[str], None]
 
@@ -131,17 +132,32 @@ class InterpreterRunner(RunnerBase):
         # tensor() gives callables returning views into the interpreter's own memory: no copies.
         self._input = self._interpreter.tensor(inputs[0]["index"])
         self._outputs = [self._interpreter.tensor(t["index"]) for t in outputs]
+        # Quantised or float16 I/O: the caller writes and reads float32 all the same (the
+        # file's own scale and zero point, :mod:`..model_io`); float32 stays zero-copy.
+        self._in_codec = details_codec(inputs[0])
+        self._out_codecs = [details_codec(t) for t in outputs]
+        self._staging = None if self._in_codec == FLOAT32 else \
+            (np.zeros(self.input_shapes[0], np.float32), np.zeros(self.input_shapes[0],
+                                                                  np.float32))
+        self._decoded = [None if c == FLOAT32 else np.zeros(shape, np.float32)
+                         for c, shape in zip(self._out_codecs, self.output_shapes)]
         self.description = f"cpu (XNNPACK Interpreter, {num_threads} threads)"
+        if any(c != FLOAT32 for c in [self._in_codec, *self._out_codecs]):
+            self.description = self.description[:-1] + ", I/O read with the file's own " \
+                "scale and zero point)"
         # XNNPACK has packed the weights into its own buffers: the mapped file's pages are
         # not needed resident any more (-300 MB RSS for TIPSv2; see model_pages).
         self.released_bytes = release_file_pages(model_path)
 
     def input_buffer(self) -> np.ndarray:
-        return self._input()
+        return self._input() if self._staging is None else self._staging[0]
 
     def run(self) -> list[np.ndarray]:
+        if self._staging is not None:
+            self._in_codec.encode(self._staging[0], self._input(), self._staging[1])
         self._interpreter.invoke()
-        return [view() for view in self._outputs]
+        return [view() if out is None else codec.decode(view(), out)
+                for view, codec, out in zip(self._outputs, self._out_codecs, self._decoded)]
 
 
 class CompiledModelRunner(RunnerBase):
