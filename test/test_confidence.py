@@ -64,7 +64,7 @@ def test_two_output_da3_files_give_depth_and_confidence(maker, tmp_path, order, 
                                           sorted_signature))
     signature = check_model_file(path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
-                             output_names=signature.output_names)
+                             output_names=signature.output_names, file=signature)
     assert spec.kind == "da3" and spec.output_index(CONFIDENCE_KIND) == conf_at
     assert spec.output_index("depth") == 1 - conf_at
     rgb = painted(red=np.linspace(0, 255, W)[None, :].astype(np.uint8), blue=150)

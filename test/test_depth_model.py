@@ -277,8 +277,8 @@ def test_info_reads_a_depth_model_when_told(maker, tmp_path, capsys):
                                     "--runs", "1"], capsys)
     assert code == 0, stderr
     assert f"[1,{H},{W},3] float32 NHWC RGB, x / 255" in stdout
-    assert f"depth [1,{H},{W},1]: relative depth" in stdout
-    assert f"coarse [1,{H // 2},{W // 2},1]: not used" in stdout
+    assert f"depth [1,{H},{W},1] float32: relative depth" in stdout
+    assert f"coarse [1,{H // 2},{W // 2},1] float32: not used" in stdout
     code, _, stderr = run_cli(["info", path, "--backends", "cpu"], capsys)
     assert code == 2 and "set model_type to 'depth'" in stderr
 

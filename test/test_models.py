@@ -50,10 +50,15 @@ def test_forced_model_type_must_match():
 
 
 def test_da3_exported_at_another_aspect_is_recognised(maker, tmp_path):
-    """export-da3 writes DA3 at the camera's aspect: [1,3,H,W] -> [1,1,H,W], multiples of 14."""
-    spec = detect_model_spec([(1, 3, 504, 672)], [(1, 1, 504, 672)])
+    """export-da3 writes DA3 at the camera's aspect: [1,3,H,W] -> [1,1,H,W] depth and its
+    confidence, named so, multiples of 14 (the shapes alone: only when model_type says da3)."""
+    spec = detect_model_spec([(1, 3, 504, 672)], [(1, 1, 504, 672)] * 2,
+                             output_names=("depth", "confidence"))
     assert spec.kind == "da3" and (spec.input_width, spec.input_height) == (672, 504)
     assert spec.mean == MODEL_SPECS["da3"].mean and not spec.metric_depth
+    assert "'depth', 'confidence'" in spec.evidence
+    spec = detect_model_spec([(1, 3, 504, 672)], [(1, 1, 504, 672)], "da3")
+    assert spec.kind == "da3" and "set, not detected" in spec.evidence
     with pytest.raises(ModelSignatureError):
         detect_model_spec([(1, 3, 504, 670)], [(1, 1, 504, 670)])  # 670 is no multiple of 14
     with pytest.raises(ModelSignatureError):

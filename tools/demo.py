@@ -158,7 +158,8 @@ def model_spec(model: Path) -> ModelSpec:
     """The supported model ``model`` is (from its signature); DemoError if none."""
     try:
         sig = check_model_file(str(model))
-        return detect_model_spec(sig.input_shapes, sig.output_shapes, source=str(model))
+        return detect_model_spec(sig.input_shapes, sig.output_shapes, source=str(model),
+                                 file=sig)
     except (ModelLoadError, ModelSignatureError) as exc:
         raise DemoError(str(exc)) from None
 

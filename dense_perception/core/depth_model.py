@@ -79,6 +79,14 @@ def depth_plane(shape: Sequence[int]) -> tuple[int, int] | None:
     return None
 
 
+def same_aspect(plane: tuple[int, int], size: tuple[int, int]) -> bool:
+    """Whether an h x w plane (more than one pixel each way) is the H x W input scaled by one
+    factor, up to rounding each side to whole pixels (|h W - w H| < H + W: each side within
+    one pixel of H s, W s)."""
+    (h, w), (big_h, big_w) = plane, size
+    return h > 1 and w > 1 and abs(h * big_w - w * big_h) < big_h + big_w
+
+
 def _input_size(shape: Sequence[int], layout: str) -> tuple[int, int]:
     return (shape[1], shape[2]) if layout == "NHWC" else (shape[2], shape[3])
 
@@ -127,6 +135,12 @@ def depth_model_spec(input_shapes: Sequence[Shape], output_shapes: Sequence[Shap
         raise ModelSignatureError(
             f"{source} has {signature}: output {index} is not one plane ([1,H,W,1], [1,1,H,W], "
             "[1,H,W] or [H,W]); choose another depth_output")
+    elif not same_aspect(depth_plane(output_shapes[index]), (height, width)):
+        out_h, out_w = depth_plane(output_shapes[index])
+        raise ModelSignatureError(
+            f"{source} has {signature}: output {index} is {out_w}x{out_h}, not the input's "
+            f"{width}x{height} aspect, so it would be stretched onto the image; choose the "
+            "depth output at the input's aspect with depth_output")
     inverse = options.depth_output_kind == "inverse_depth"
     names = list(output_names) if len(output_names) == len(output_shapes) else \
         [f"output_{i}" for i in range(len(output_shapes))]

@@ -40,6 +40,7 @@ class ModelSpec:
     source: str
     layout: str = "NCHW"  # of the input: "NCHW" or "NHWC" (model_type depth)
     inverse_depth: bool = False  # the depth output is inverse depth (1/x is depth)
+    evidence: str = ""  # what in the file showed it is this model (model_type auto), or why
 
     @property
     def input_height(self) -> int:

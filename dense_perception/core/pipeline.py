@@ -362,6 +362,7 @@ def load_pipeline(model_path: str, settings: Settings = Settings(), *, log: Log 
     signature = check_model_file(model_path)
     spec = detect_model_spec(signature.input_shapes, signature.output_shapes,
                              settings.model_type, source=f"model file '{model_path}'",
-                             output_names=signature.output_names, depth=depth)
+                             output_names=signature.output_names, depth=depth, file=signature)
+    log(f"model: {spec.display_name}; {spec.evidence}")  # what showed the model kind
     runner = open_runner(model_path, backend_config(settings), log=log, warn=warn, warmup=True)
     return DensePipeline(runner, spec, pipeline_config(settings))

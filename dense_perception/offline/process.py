@@ -108,7 +108,7 @@ class ModelSession:
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, settings.model_type,
             source=f"model file '{self.model_path}'", output_names=signature.output_names,
-            depth=depth)
+            depth=depth, file=signature)
         # The input's kind first: a missing input is said before what the settings lack.
         kind = scale_check_kind() if scale_check_kind is not None else None
         problem = depth_units_problem(settings, self.spec.metric_depth, OFFLINE)
