@@ -9,7 +9,7 @@ BENCH_MODELS := .cache/bench_models
 VENV_JAZZY := .venv-jazzy
 PY := $(VENV)/bin/python
 # pip installs exactly the versions the tests ran (lock files from `make lock`).
-PIP_LOCK := -c constraints.txt
+PIP_LOCK := -c requirements/constraints.txt
 
 # DDS stays on this machine and on its own domain unless the caller chose otherwise.
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
@@ -37,28 +37,28 @@ setup: $(VENV)/.ready
 # as it is, with its apt numpy and OpenCV (rosdep); otherwise ROS 2 Kilted comes from pip wheels
 # (x86_64, Python 3.10-3.12). Either way the package itself is installed editable, so
 # `dense-perception` and `dense_perception_node` are on the venv's PATH.
-$(VENV)/.ready: requirements.txt requirements-test.txt requirements-ros.txt requirements-robot.txt \
-		constraints.txt setup.py setup.cfg
+$(VENV)/.ready: requirements/runtime.txt requirements/test.txt requirements/ros-kilted.txt requirements/robot.txt \
+		requirements/constraints.txt setup.py setup.cfg
 	@$(ENSURE_VENV)
 	@if $(PYTHON) -c "import rclpy" 2>/dev/null; then \
 	  echo "setup: using the sourced ROS 2 install ($$ROS_DISTRO) through a venv with system site packages"; \
 	  $(PYTHON) -m venv --system-site-packages $(VENV) && \
-	  $(VENV)/bin/pip install -q -r requirements-robot.txt -r requirements-test.txt && \
+	  $(VENV)/bin/pip install -q -r requirements/robot.txt -r requirements/test.txt && \
 	  $(VENV)/bin/pip install -q --no-deps -e . ; \
 	else \
 	  echo "setup: no sourced ROS 2 found; installing ROS 2 Kilted from pip wheels into $(VENV)"; \
 	  $(PYTHON) -m venv $(VENV) && \
-	  $(VENV)/bin/pip install -q $(PIP_LOCK) -r requirements-test.txt -r requirements-ros.txt -e . ; \
+	  $(VENV)/bin/pip install -q $(PIP_LOCK) -r requirements/test.txt -r requirements/ros-kilted.txt -e . ; \
 	fi
 	@touch $@
 
 # ROS 2 Jazzy (the LTS) from pip wheels, beside Kilted: `make test-jazzy`.
-$(VENV_JAZZY)/.ready: requirements.txt requirements-test.txt requirements-jazzy.txt \
-		constraints-jazzy.txt setup.py setup.cfg
+$(VENV_JAZZY)/.ready: requirements/runtime.txt requirements/test.txt requirements/ros-jazzy.txt \
+		requirements/constraints-jazzy.txt setup.py setup.cfg
 	@$(ENSURE_VENV)
 	@echo "setup: ROS 2 Jazzy from pip wheels in $(VENV_JAZZY)"
-	$(PYTHON) -m venv $(VENV_JAZZY) && $(VENV_JAZZY)/bin/pip install -q -c constraints-jazzy.txt \
-	  -r requirements-test.txt -r requirements-jazzy.txt -e .
+	$(PYTHON) -m venv $(VENV_JAZZY) && $(VENV_JAZZY)/bin/pip install -q -c requirements/constraints-jazzy.txt \
+	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e .
 	@touch $@
 
 # docs/parameters.md from the settings table (core/settings_table.py) and docs/layout.md from the
@@ -105,11 +105,11 @@ find_python = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null)
 	'import sys; print(sys.version_info[:2] == ($(subst .,$(comma),$(1))))' 2>/dev/null | grep True),$(p))))
 dotted = 3.$(patsubst 3%,%,$(1))
 
-$(PY_EXTRA:%=.venv-py%/.ready): .venv-py%/.ready: requirements.txt requirements-test.txt \
-		requirements-ros.txt constraints-py%.txt setup.py setup.cfg
+$(PY_EXTRA:%=.venv-py%/.ready): .venv-py%/.ready: requirements/runtime.txt requirements/test.txt \
+		requirements/ros-kilted.txt requirements/constraints-py%.txt setup.py setup.cfg
 	@echo "setup: Python $(call dotted,$*) venv with ROS 2 Kilted's wheels in .venv-py$*"
 	$(call find_python,$(call dotted,$*)) -m venv .venv-py$* && .venv-py$*/bin/pip install -q \
-	  -c constraints-py$*.txt -r requirements-test.txt -r requirements-ros.txt -e .
+	  -c requirements/constraints-py$*.txt -r requirements/test.txt -r requirements/ros-kilted.txt -e .
 	@touch $@
 
 $(PY_EXTRA:%=test-py%): test-py%:
@@ -131,13 +131,13 @@ test-install: setup
 # Regenerate the lock files from fresh venvs that follow the ranges alone (then run the tests).
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	  -r requirements-test.txt -r requirements-ros.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints.txt
+	  -r requirements/test.txt -r requirements/ros-kilted.txt -e . && .venv-lock/bin/python tools/freeze.py > requirements/constraints.txt
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	  -r requirements-test.txt -r requirements-jazzy.txt -e . && .venv-lock/bin/python tools/freeze.py > constraints-jazzy.txt
+	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e . && .venv-lock/bin/python tools/freeze.py > requirements/constraints-jazzy.txt
 	@for v in $(PY_EXTRA); do p="$$($(MAKE) -s --no-print-directory which-python-$$v)"; \
 	  [ -z "$$p" ] || { rm -rf .venv-lock && $$p -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	    -r requirements-test.txt -r requirements-ros.txt -e . && \
-	    .venv-lock/bin/python tools/freeze.py > constraints-py$$v.txt; } || exit 1; done
+	    -r requirements/test.txt -r requirements/ros-kilted.txt -e . && \
+	    .venv-lock/bin/python tools/freeze.py > requirements/constraints-py$$v.txt; } || exit 1; done
 	rm -rf .venv-lock
 
 $(PY_EXTRA:%=which-python-%): which-python-%:
@@ -154,14 +154,14 @@ test-gpu: setup
 	fi
 
 # The NPU backend (LiteRT's Intel OpenVINO plugin) on OpenVINO's CPU device: runner, cache, preload,
-# pipeline, offline command and node, in a venv of its own with requirements-npu.txt (openvino,
+# pipeline, offline command and node, in a venv of its own with requirements/npu.txt (openvino,
 # 57 MB wheel). About 10 s of tests once the venv is there.
-$(VENV_NPU)/.ready: requirements.txt requirements-test.txt requirements-ros.txt requirements-npu.txt \
-		constraints.txt setup.py setup.cfg
+$(VENV_NPU)/.ready: requirements/runtime.txt requirements/test.txt requirements/ros-kilted.txt requirements/npu.txt \
+		requirements/constraints.txt setup.py setup.cfg
 	@$(ENSURE_VENV)
-	@echo "setup: venv with OpenVINO (requirements-npu.txt) in $(VENV_NPU)"
+	@echo "setup: venv with OpenVINO (requirements/npu.txt) in $(VENV_NPU)"
 	$(PYTHON) -m venv $(VENV_NPU) && $(VENV_NPU)/bin/pip install -q $(PIP_LOCK) \
-	  -r requirements-test.txt -r requirements-ros.txt -r requirements-npu.txt -e .
+	  -r requirements/test.txt -r requirements/ros-kilted.txt -r requirements/npu.txt -e .
 	@touch $@
 
 test-npu: setup $(VENV_NPU)/.ready
@@ -193,9 +193,9 @@ bench-host: setup
 bench-menu: torch-env
 	$(VENV_TORCH)/bin/python -m tools.export_menu build --out $(BENCH_MODELS)/menu
 
-# (no ROS needed: on a Pi without ROS 2 it makes .venv from requirements.txt alone)
+# (no ROS needed: on a Pi without ROS 2 it makes .venv from requirements/runtime.txt alone)
 bench-pi:
-	@[ -x $(PY) ] || { $(ENSURE_VENV); $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -r requirements.txt; }
+	@[ -x $(PY) ] || { $(ENSURE_VENV); $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -r requirements/runtime.txt; }
 	@mkdir -p bench_out
 	$(PY) -m tools.export_menu measure --models $(BENCH_MODELS)/menu --json bench_out/export_menu.json
 
@@ -205,11 +205,11 @@ test-export: torch-env
 	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3.py
 
 # Many bags on Ray (process --ray): Ray lives in its own venv so that `make test` stays light.
-$(VENV_FLEET)/.ready: requirements.txt requirements-test.txt requirements-fleet.txt constraints.txt
+$(VENV_FLEET)/.ready: requirements/runtime.txt requirements/test.txt requirements/fleet.txt requirements/constraints.txt
 	@$(ENSURE_VENV)
-	@echo "setup: venv with Ray (requirements-fleet.txt) in $(VENV_FLEET)"
+	@echo "setup: venv with Ray (requirements/fleet.txt) in $(VENV_FLEET)"
 	$(PYTHON) -m venv $(VENV_FLEET) && $(VENV_FLEET)/bin/pip install -q $(PIP_LOCK) \
-	  -r requirements-test.txt -r requirements-fleet.txt -e .
+	  -r requirements/test.txt -r requirements/fleet.txt -e .
 	@touch $@
 
 # A local 2-CPU Ray cluster over small bags (the same set without Ray runs in `make test`).

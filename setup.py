@@ -1,7 +1,7 @@
 """ament_python build of dense_perception; also an ordinary pip package (`pip install .`).
 
-The runtime dependencies (with their tested version ranges) live in requirements.txt, read here,
-so `pip install .` and `pip install -r requirements.txt` cannot drift apart. colcon does not
+The runtime dependencies (with their tested version ranges) live in requirements/runtime.txt, read here,
+so `pip install .` and `pip install -r requirements/runtime.txt` cannot drift apart. colcon does not
 install them (it builds with --no-deps): on a robot they come from rosdep (package.xml) and pip
 (docs/install-on-a-robot.md).
 """
@@ -16,8 +16,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def runtime_requirements() -> list[str]:
-    """The requirement lines of requirements.txt (comments and blank lines dropped)."""
-    lines = (HERE / "requirements.txt").read_text().splitlines()
+    """The requirement lines of requirements/runtime.txt (comments and blank lines dropped)."""
+    lines = (HERE / "requirements/runtime.txt").read_text().splitlines()
     return [line.split("#", 1)[0].strip() for line in lines
             if line.split("#", 1)[0].strip()]
 
@@ -43,7 +43,7 @@ setup(
     description="Dense depth, normals, segmentation and point clouds from a camera with LiteRT.",
     license="Apache-2.0",
     tests_require=["pytest"],
-    # openvino: exactly the release ai-edge-litert 2.3's OpenVINO plugin links (requirements-npu.txt)
+    # openvino: exactly the release ai-edge-litert 2.3's OpenVINO plugin links (requirements/npu.txt)
     extras_require={"fleet": ["ray[client]==2.60.0"], "openvino": ["openvino==2026.3.1"]},
     entry_points={
         # colcon puts these in lib/dense_perception/ (setup.cfg), where `ros2 run` looks;

@@ -4,7 +4,7 @@ clone (`make test-install`; they install from PyPI, about a minute each):
 * "Offline processing": the README's own lines (venv, `pip install .`, activate), then
   `dense-perception --help` and `dense-perception process` on a bag;
 * "Running on a robot" on Debian 12's own, externally managed `/usr/bin/python3`: pip refuses
-  the system Python (PEP 668), the `--system-site-packages` venv with requirements-robot.txt
+  the system Python (PEP 668), the `--system-site-packages` venv with requirements/robot.txt
   works over apt's numpy and OpenCV, and colcon run with the venv's Python installs commands
   that use it (where `ros2 run` looks for them).
 """

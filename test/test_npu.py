@@ -2,7 +2,7 @@
 the preload of OpenVINO's libraries, pipeline, offline command and node, against the test models'
 closed-form outputs and against XNNPACK.
 
-``make test-npu`` runs this file in .venv-npu (requirements-npu.txt: openvino). Tests marked
+``make test-npu`` runs this file in .venv-npu (requirements/npu.txt: openvino). Tests marked
 ``npu`` skip where OpenVINO is not installed (``make test`` deselects them); the missing-runtime
 test runs where it is absent.
 """

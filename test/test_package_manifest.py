@@ -2,7 +2,7 @@
 
 The imports are read from the source (ast), not from the manifests: every third-party module
 that the robot's code (core, ros, offline, the launch file) imports is declared in package.xml
-(rosdep) or is one of the pip-only packages that requirements-robot.txt installs.
+(rosdep) or is one of the pip-only packages that requirements/robot.txt installs.
 """
 
 import ast
@@ -76,22 +76,22 @@ def test_optional_imports_are_pip_extras():
 def test_pip_only_packages_are_what_the_robot_venv_installs():
     modules = imported_modules(ROBOT_CODE)
     pip_only = {PIP_ONLY[m] for m in modules if m in PIP_ONLY}
-    robot = requirement_ranges("requirements-robot.txt")
+    robot = requirement_ranges("requirements/robot.txt")
     assert pip_only == set(robot) - {"numpy"}  # numpy: only a guard on apt's version
-    runtime = requirement_ranges("requirements.txt")
+    runtime = requirement_ranges("requirements/runtime.txt")
     for name in pip_only:
         assert robot[name] == runtime[name], f"{name}: robot and package ranges differ"
 
 
 def test_every_runtime_requirement_is_pinned_to_a_range_and_locked():
-    runtime = requirement_ranges("requirements.txt")
+    runtime = requirement_ranges("requirements/runtime.txt")
     assert set(runtime) == {"ai-edge-litert", "numpy", "opencv-python-headless", "rosbags",
                             "tqdm", "pyyaml"}
     for name, spec in runtime.items():
         assert ">=" in spec and "<" in spec, f"{name} has no upper and lower bound: {spec!r}"
     for lock in ("constraints.txt", "constraints-jazzy.txt", "constraints-py310.txt",
                  "constraints-py312.txt"):
-        pins = dict(line.split("==") for line in (REPO / lock).read_text().splitlines()
+        pins = dict(line.split("==") for line in (REPO / "requirements" / lock).read_text().splitlines()
                     if "==" in line and not line.startswith("#"))
         pins = {k.lower(): v for k, v in pins.items()}
         for name, spec in runtime.items():

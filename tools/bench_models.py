@@ -23,7 +23,7 @@ out elementwise for TIPSv2.
 torch and litert-torch live in a separate environment, so this module imports them only
 inside functions and stays importable without them::
 
-    make bench     # sets up .venv-bench (requirements-torch*.txt), builds, then measures
+    make bench     # sets up .venv-bench (requirements/torch*.txt), builds, then measures
     .venv-bench/bin/python -m tools.bench_models --out .cache/bench_models
 """
 

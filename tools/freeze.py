@@ -1,6 +1,6 @@
 """Print this Python environment's pins for a constraints (lock) file, for `make lock`.
 
-    .venv/bin/python tools/freeze.py > constraints.txt
+    .venv/bin/python tools/freeze.py > requirements/constraints.txt
 
 Only distributions installed from wheels are listed: the ROS wheels also carry ``*.egg-info``
 records (``rclpy``, ``sensor_msgs``, ...) that are not packages pip can fetch, and the package

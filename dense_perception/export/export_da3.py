@@ -20,8 +20,8 @@ Why re-export: DA3 runs at the image's native aspect. Its own default (``process
 published file is portrait 504x896; letterboxing another aspect into it costs fidelity (corr
 0.9994 -> 0.977 on the card) and cropping a 16:9 view to 9:16 throws two thirds of it away.
 
-torch, litert-torch and depth-anything-3 live in ``.venv-bench`` (``requirements-torch.txt``
-and ``requirements-torch-nodeps.txt``). This module imports them only inside functions; when
+torch, litert-torch and depth-anything-3 live in ``.venv-bench`` (``requirements/torch.txt``
+and ``requirements/torch-nodeps.txt``). This module imports them only inside functions; when
 they are missing, :func:`run_export_da3` creates that venv and runs itself there
 (:mod:`.torch_env`). The exporter's parts: :mod:`.sizes` (size rule), :mod:`.official` (the
 official model and checkpoint), :mod:`.rewrites` and :mod:`.graph` (the exported graph),

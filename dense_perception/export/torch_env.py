@@ -14,8 +14,8 @@ from typing import Sequence
 from .common import PROG, REPO, ExportError
 
 VENV = REPO / ".venv-bench"
-REQUIREMENTS = REPO / "requirements-torch.txt"
-REQUIREMENTS_NODEPS = REPO / "requirements-torch-nodeps.txt"
+REQUIREMENTS = REPO / "requirements/torch.txt"
+REQUIREMENTS_NODEPS = REPO / "requirements/torch-nodeps.txt"
 ENV_MARKER = VENV / ".export-da3-ready"
 TORCH_MODULES = ("torch", "litert_torch", "depth_anything_3", "ai_edge_litert", "safetensors")
 

@@ -118,7 +118,7 @@ def run_on_ray(settings: Settings, options: ProcessOptions, jobs: list[dict[str,
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
     except ImportError:
-        raise CliError("--ray needs Ray: pip install -r requirements-fleet.txt (or "
+        raise CliError("--ray needs Ray: pip install -r requirements/fleet.txt (or "
                        "pip install '.[fleet]')") from None
     owned = _connect(ray, options.ray, options.verbose)
     actors: list[Any] = []

@@ -44,7 +44,7 @@ BINFMT=/proc/sys/fs/binfmt_misc
 
 # 3. The root filesystem and its venv, rebuilt when the requirements or ROOTFS_RECIPE change.
 ROOTFS_RECIPE=1  # bump when the steps below change
-STAMP_WANT=$( (echo "$ROOTFS_RECIPE"; cat requirements-arm64.txt) | sha256sum | cut -c1-16)
+STAMP_WANT=$( (echo "$ROOTFS_RECIPE"; cat requirements/arm64.txt) | sha256sum | cut -c1-16)
 STAMP=$ROOTFS/.dense-perception-stamp
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$STAMP_WANT" ]; then
   t0=$SECONDS
@@ -59,11 +59,11 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$STAMP_WANT" ]; then
   "$host_python" -m pip download -q --only-binary=:all: --python-version 3.11 --implementation cp \
     --abi cp311 --abi abi3 --abi none --platform manylinux_2_28_aarch64 \
     --platform manylinux_2_27_aarch64 --platform manylinux_2_17_aarch64 \
-    --platform manylinux2014_aarch64 -d "$WHEELS" -r requirements-arm64.txt
-  mkdir -p "$ROOTFS.part/wheels" && cp "$WHEELS"/*.whl requirements-arm64.txt "$ROOTFS.part/wheels/"
+    --platform manylinux2014_aarch64 -d "$WHEELS" -r requirements/arm64.txt
+  mkdir -p "$ROOTFS.part/wheels" && cp "$WHEELS"/*.whl requirements/arm64.txt "$ROOTFS.part/wheels/"
   chroot "$ROOTFS.part" /usr/bin/python3 -m venv /opt/venv
   chroot "$ROOTFS.part" /opt/venv/bin/pip install -q --no-index --find-links /wheels \
-    -r /wheels/requirements-arm64.txt
+    -r /wheels/arm64.txt
   rm -rf "$ROOTFS.part/wheels" "$ROOTFS.part/var/cache/apt/archives/"*.deb
   echo "$STAMP_WANT" > "$ROOTFS.part/.dense-perception-stamp"
   mv "$ROOTFS.part" "$ROOTFS"
