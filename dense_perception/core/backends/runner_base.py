@@ -192,6 +192,11 @@ class CompiledModelRunner(RunnerBase):
         signature = self._model.get_signature_by_index(0)
         details_in = self._model.get_input_tensor_details(signature["key"])
         details_out = self._model.get_output_tensor_details(signature["key"])
+        odd = [f"{n} is {d[n]['dtype']}" for d in (details_in, details_out) for n in d
+               if str(d[n].get("dtype", "float32")) != "float32"]
+        if odd:  # its buffers are written and read as float32 here (open_runner keeps such
+            # files on the Interpreter, which reads them with their scale and zero point)
+            raise RuntimeError(f"CompiledModel runs float32 inputs and outputs only; {odd[0]}")
         self.input_shapes = [tuple(int(d) for d in details_in[n]["shape"])
                              for n in signature["inputs"]]
         self.output_shapes = [tuple(int(d) for d in details_out[n]["shape"])
