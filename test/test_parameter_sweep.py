@@ -54,13 +54,16 @@ GROUND_PLANE = {  # the scale diagnostics after the next frame (depth_scale_sour
 REFERENCE = {  # the scale diagnostics after a frame whose reference is stamped 30 ms off
     "reference_depth_slop": (0.01, {}),
 }
+ODOMETRY = {  # whether a frame in a 1 s gap of the odometry, and one 0.3 s past it, get a pose
+    "odometry_max_gap": (2.0, {}), "odometry_tolerance": (0.6, {}),
+}
 SCALE_KEYS = ("depth units", "depth scale (m per unit)", "depth scale, this frame",
               "depth scale note", "depth scale filter")
 W, H = 640, 480
 
 
 def test_every_runtime_setting_has_its_effect_checked():
-    groups = [OUTPUTS, WIRE, CAMERA_INFO, GROUND_PLANE, REFERENCE]
+    groups = [OUTPUTS, WIRE, CAMERA_INFO, GROUND_PLANE, REFERENCE, ODOMETRY]
     assert sum(len(g) for g in groups) == len({n for g in groups for n in g})
     assert {n for g in groups for n in g} == {p.name for p in PARAMS if p.runtime}
 
@@ -221,6 +224,35 @@ def test_runtime_settings_change_the_reference_depth_scale(harness_factory):
     wait_until(lambda: status()[2] != "-", 30, "a scale from the reference")
     assert float(status()[2]) == pytest.approx(0.35, rel=0.01)  # the painted scale
     sweep(h, REFERENCE, status)
+
+
+def test_runtime_settings_change_which_frames_have_motion(harness_factory):
+    from nav_msgs.msg import Odometry
+    from support.common import TIPS_TEST_MODEL
+    from support.motion_bags import CAMERA_IN_BASE
+    h = harness_factory({"model_path": TIPS_TEST_MODEL, "camera_in_base": CAMERA_IN_BASE,
+                         "diagnostics_period": 0.05}, subscribe=("depth/image", "/diagnostics"))
+    h.wait_matched(("depth/image",))
+    odometry = h.client.create_publisher(Odometry, "odometry", 50)
+    wait_until(lambda: odometry.get_subscription_count() > 0, 10, "odometry subscribed")
+    # 20 Hz at 200.0-200.2 s and 201.2-201.4 s: a 1 s gap between
+    stamps = [200.0, 200.05, 200.1, 200.15, 200.2, 201.2, 201.25, 201.3, 201.35, 201.4]
+    for t in stamps:
+        msg = Odometry()
+        msg.header = h.header(frame_id="odom", sec=int(t), nanosec=round(t % 1 * 1e9))
+        msg.child_frame_id, msg.pose.pose.orientation.w = "base_link", 1.0
+        odometry.publish(msg)
+    wait_until(lambda: h.perception.odometry.received == len(stamps), 10, "odometry held")
+    frame, info, sent = np.full((48, 64, 3), 120, np.uint8), camera_info(64, 48, fx=60.0), [0]
+
+    def has_pose(sec: int, nanosec: int) -> bool:
+        sent[0] += 1
+        header = h.header(sec=sec, nanosec=nanosec + sent[0])  # a new stamp each time
+        h.publish_frame(frame, header, info=info)
+        h.wait_for("depth/image", where=lambda m: m.header.stamp == header.stamp)
+        _, _, values = h.diagnostics(lambda d: d[2]["frames processed"] == str(sent[0]))
+        return values["camera pose note"] == "-"
+    sweep(h, ODOMETRY, lambda: (has_pose(200, 700_000_000), has_pose(201, 700_000_000)))
 
 
 def test_restart_only_settings_are_refused_with_a_reason(harness_factory):

@@ -1,10 +1,12 @@
 """One camera of the node (``cameras``): its input subscriptions, its outputs under its prefix,
-its CameraInfo history, its metric-scale filter (DA3) and its counters. The model and the two
-worker stages are the node's and shared by every camera (``perception.Perception``).
+its CameraInfo history, its metric-scale filter (DA3), its motion state (its pose from the
+node's odometry, the depth aligned over time) and its counters. The model and the two worker
+stages are the node's and shared by every camera (``perception.Perception``).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
@@ -12,7 +14,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.scale.metric_scale import DepthScaler
+from ..core.motion.camera_motion import CameraMotion, motion_config, motion_diagnostics
+from ..core.scale.metric_scale import (DepthScaler, fixed_scale_report, scale_diagnostics)
 from ..core.scale.reference_window import ReferenceWindow
 from ..core.settings import scale_config
 from ..core.settings_table import Settings
@@ -20,9 +23,13 @@ from ..core.timing import RateMeter
 from .camera_input import CameraInput
 from .compat import GraphWatch
 from .diagnostics import FrameStats
+from .odometry_input import OdometryInput
 from .outputs import Outputs
 
 CAMERA_INFO_HISTORY = 30
+# A frame without a pose: these reasons hold as long as the robot's set-up does, so they are said
+# once; the others (a gap, a stamp out of range, a refused message) every 10 s while they last.
+SAID_ONCE = ("no odometry", "no mounting")
 
 
 def reference_span(settings: Settings) -> float:
@@ -39,10 +46,15 @@ class CameraChannel:
 
     def __init__(self, node: Node, name: str, settings: Settings, camera_height: float,
                  spec: Any, watch: GraphWatch, *, estimates_scale: bool,
-                 on_image: Callable[["CameraChannel", Any], None]) -> None:
+                 on_image: Callable[["CameraChannel", Any], None],
+                 odometry: tuple[OdometryInput, int] | None = None) -> None:
         """``camera_height``: this camera's own (``settings.camera_heights`` or the one
-        ``camera_height``); ``on_image(channel, msg)``: a frame arrived (the executor thread)."""
+        ``camera_height``); ``on_image(channel, msg)``: a frame arrived (the executor thread);
+        ``odometry``: the node's odometry input and this camera's index among the cameras."""
         self.name = name
+        self.odometry = odometry
+        self.motion = CameraMotion(motion_config(settings))
+        self.pose_note = "-"  # why the last frame had no pose ("" when it had one)
         self.settings = settings
         self.scaler = DepthScaler(scale_config(settings, camera_height=camera_height)) \
             if estimates_scale else None
@@ -77,6 +89,9 @@ class CameraChannel:
         self.references.span_s = reference_span(settings)
         if self.scaler is not None:
             self.scaler.configure(scale_config(settings, camera_height=camera_height))
+        # temporal_alignment and motion_scale_min_baseline (runtime), read at the next frame
+        self.motion.config = motion_config(settings)
+        self.motion.scale.min_baseline = self.motion.config.min_baseline
 
     def close(self) -> None:
         self.camera.close()
@@ -92,6 +107,37 @@ class CameraChannel:
         """(the reference depth message nearest ``stamp`` (ns) within reference_depth_slop, or
         None; its distance in ns)."""
         return self.references.nearest(stamp, int(self.settings.reference_depth_slop * 1e9))
+
+    def motion_inputs(self, header: Any, warn: Callable[..., None]) -> dict[str, Any]:
+        """``pose`` and ``motion`` for ``DensePipeline.finish``: this camera's pose at the
+        image ``header``'s stamp (None without one: the frame is processed as it is, and
+        ``warn(key, text, period)`` says why, throttled) and its motion state."""
+        found = self.odometry[0].pose_at(self.odometry[1], header) \
+            if self.odometry is not None else None
+        if found is not None and found.pose is None:
+            warn(f"motion:{self.name}:{found.kind}", f"{self.log_prefix}no camera motion for "
+                 f"this frame (processed without it): {found.reason}",
+                 math.inf if found.kind in SAID_ONCE else 10.0)
+        self.pose_note = "no odometry input" if found is None else found.reason
+        return {"pose": None if found is None else found.pose, "motion": self.motion}
+
+    def status_values(self, metric_depth: bool, settings: Settings
+                      ) -> tuple[dict[str, str], str]:
+        """Diagnostics values on the depth's unit and scale and on the camera's motion, and a
+        warning ("" when none)."""
+        if self.scaler is None:
+            values, warning = scale_diagnostics(fixed_scale_report(
+                metric_depth, settings.depth_scale_source, settings.relative_depth_scale))
+        else:
+            values, warning = scale_diagnostics(self.scaler.last)
+            config = self.scaler.config  # the settings in force: the next frame's
+            values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max "
+                                            f"age {config.max_age:g} s")
+        values.update(motion_diagnostics(self.motion.last))
+        values["camera pose note"] = self.pose_note or "-"
+        if self.odometry is not None:
+            values.update(self.odometry[0].values())
+        return values, warning
 
     def arrived(self, active: bool) -> float:
         """Count a frame's arrival; its monotonic receive time."""

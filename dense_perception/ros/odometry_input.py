@@ -24,6 +24,7 @@ from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
                                      given_mountings, transform_matrix)
 from ..core.settings_table import Settings
+from .parameters import StartupError
 
 try:  # a robot's ROS install (apt); pip has no tf2_ros
     import tf2_ros
@@ -48,9 +49,12 @@ class OdometryInput:
 
     def __init__(self, node: Node, settings: Settings, cameras: int, warn: Warn) -> None:
         """``cameras``: how many cameras (the entries of ``camera_in_base``); ``warn(key,
-        text)``: a throttled warning. ValueError when ``camera_in_base`` does not fit."""
+        text)``: a throttled warning. StartupError when ``camera_in_base`` does not fit."""
         self._node, self._warn = node, warn
-        self.mountings = camera_mountings(settings.camera_in_base, cameras)
+        try:
+            self.mountings = camera_mountings(settings.camera_in_base, cameras)
+        except ValueError as exc:
+            raise StartupError(f"{exc}. Fix it in the config YAML.") from None
         self.buffer = OdometryBuffer(settings.odometry_tolerance, settings.odometry_max_gap)
         self.frames = ("", "")  # (the odometry's frame_id, its child_frame_id)
         self.received = 0

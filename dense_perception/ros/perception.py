@@ -25,7 +25,7 @@ from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to_array,
                                 image_to_array)
 from ..core.scheduling.newest_slots import NewestSlots
-from ..core.scale.metric_scale import RESTARTED, fixed_scale_report, scale_diagnostics
+from ..core.scale.metric_scale import RESTARTED
 from ..core.scale.estimators import reference_to_metres
 from ..core.models import ModelSignatureError
 from ..core.settings_table import MODEL_STATUS, Settings, camera_names
@@ -42,6 +42,7 @@ from .camera_channel import CameraChannel
 from .camera_input import CameraInput
 from .compat import GraphWatch
 from .diagnostics import FrameStats, build_diagnostics, model_status
+from .odometry_input import OdometryInput
 from .outputs import Outputs
 from .parameters import StartupError, ignored_at_start
 
@@ -109,13 +110,16 @@ class Perception:
         self._warned: dict[str, float] = {}
         self.watch = GraphWatch(node, self.on_graph_change)
         self.channels: list[CameraChannel] = []
+        # the robot's motion: one odometry input, each camera's pose from it (StartupError first)
+        self.odometry = OdometryInput(node, settings, len(heights), self._warn_once_per)
         try:
             for index, name in enumerate(names or [""]):
                 self.channels.append(CameraChannel(
                     node, name, settings, heights[index], self.spec, self.watch,
                     estimates_scale=estimates_scale(settings, self.spec.metric_depth),
-                    on_image=self._on_image))
+                    on_image=self._on_image, odometry=(self.odometry, index)))
         except StartupError:
+            self.odometry.close()
             for channel in self.channels:
                 channel.close()
             self.watch.close()  # a lifecycle node stays up, unconfigured: leave nothing behind
@@ -165,6 +169,7 @@ class Perception:
         self.deactivate()
         self.stop()
         self.watch.close()
+        self.odometry.close()
         for channel in self.channels:
             channel.close()
         self._node.destroy_timer(self._diag_timer)
@@ -184,6 +189,7 @@ class Perception:
         settings = self.settings.changed(changes)
         for channel, height in zip(self.channels, camera_heights(settings)):
             channel.configure(settings, height)
+        self.odometry.configure(settings)
         with self._lock:
             self.settings = settings
             old = self.pipeline
@@ -281,7 +287,8 @@ class Perception:
         header = item.frame.msg.header
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
         reference = self._reference_for(item.frame) if scaler is not None else None
-        products = item.pipeline.finish(item.raw, None, scaler, stamp, reference)
+        products = item.pipeline.finish(item.raw, None, scaler, stamp, reference,
+                                        **channel.motion_inputs(header, self._warn_once_per))
         stats.computed = products.computed()
         if products.scale is not None and products.scale.restarted:
             self._node.get_logger().info(f"{where}{RESTARTED}")
@@ -367,24 +374,11 @@ class Perception:
             dropped=self.stages.dropped_for(channel.name) if several else self.frames_dropped,
             backend_note=pipeline.runner.fallback_note, state=self.state,
             input_qos=channel.camera.reliability(),
-            depth_scale=self._depth_scale_status(channel, settings),
+            depth_scale=channel.status_values(self.spec.metric_depth, settings),
             backend_details=pipeline.runner.details(),
             expected_frame_ms=pipeline.runner.warmup_ms,
             host_threads=pipeline.host_threads.threads, turns=turns,
             bandwidth=channel.outputs.bandwidth_rates())
-
-    def _depth_scale_status(self, channel: CameraChannel,
-                            settings: Settings) -> tuple[dict[str, str], str]:
-        """Diagnostics values on the depth's unit and scale, and a warning ("" when none)."""
-        if channel.scaler is None:
-            return scale_diagnostics(fixed_scale_report(self.spec.metric_depth,
-                                                        settings.depth_scale_source,
-                                                        settings.relative_depth_scale))
-        values, warning = scale_diagnostics(channel.scaler.last)
-        config = channel.scaler.config  # the settings in force: the next frame's
-        values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max age "
-                                        f"{config.max_age:g} s")
-        return values, warning
 
     def _warn_once_per(self, key: str, text: str, period: float = 5.0) -> None:
         """Log ``text`` at most once per ``period`` seconds for each ``key`` (throttled)."""

@@ -24,6 +24,8 @@ def other_value(spec: ParamSpec) -> Any:
     if isinstance(spec.default, list):
         if spec.name == "cameras":
             return ["front", "rear"]
+        if spec.name == "camera_in_base":  # a mounting: 0.5 m above the base, looking ahead
+            return [0.0, 0.0, 0.5, -0.5, 0.5, -0.5, 0.5]
         if spec.default:  # a fixed-length vector (input_mean, input_std): each element moved
             return [round(float(v) + 0.125, 6) for v in spec.default]
         return [1.0]
