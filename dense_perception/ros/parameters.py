@@ -154,10 +154,11 @@ def check_changes(current: Settings, params: list, spec: ModelSpec | None = None
         return SetParametersResult(successful=False, reason=str(exc))
     # camera_heights must fit cameras once the node runs (unconfigured, configure checks)
     moved = [name for name in changes if getattr(changed, name) != getattr(current, name)]
+    # the specific refusals first (max_depth of relative depth: "is in metres")
     problem = ignored_camera_height(current, changed) or compressed_depth_problem(changed) or (
-        None if spec is None else next(iter(ignored_settings(changed, moved, node_where(spec))),
-                                       None)
-        or camera_heights_problem(changed) or depth_units_problem(changed, spec.metric_depth))
+        None if spec is None else camera_heights_problem(changed)
+        or depth_units_problem(changed, spec.metric_depth)
+        or next(iter(ignored_settings(changed, moved, node_where(spec))), None))
     if problem:
         return SetParametersResult(successful=False, reason=problem)
     return SetParametersResult(successful=True)
