@@ -16,6 +16,7 @@ from .confidence import PROBABILITY, QUANTILE, confident_pixels
 from .scheduling.host_threads import HostThreads, resolve_host_threads
 from .geometry.fit import FitPlan, Interp, make_fit_plan
 from .geometry.intrinsics import Intrinsics
+from .scale.estimators import on_model_grid
 from .scale.metric_scale import (DepthScaler, ScaleReport,
                                  fixed_scale_report, relative_output_problem,
                                  scale_is_estimated, withholds_depth)
@@ -240,7 +241,7 @@ class DensePipeline:
                 estimate = None if motion is None else motion.frame_estimate(
                     self.config.depth_scale_source, stamp, pose, raw, products, res)
                 products.scale = self._scale(products, scaler, stamp, reference, camera_key,
-                                             estimate)
+                                             estimate, (raw, camera_k))
             if motion is not None:
                 with self.timer.stage("temporal"):
                     motion.publish(stamp, pose, products)
@@ -308,18 +309,23 @@ class DensePipeline:
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
                reference: np.ndarray | None, camera: Any = None,
-               estimate: Any = None) -> ScaleReport:
+               estimate: Any = None, model: tuple[RawFrame, Intrinsics] | None = None
+               ) -> ScaleReport:
         """The depth's unit; multiplies ``products.depth`` by an estimated scale when found.
         ``camera``: the camera model the intrinsics came from, or the pinhole guess (a change
-        restarts the scaler's filter; a guess is marked in the report)."""
+        restarts the scaler's filter; a guess is marked in the report). ``model``: the frame
+        and its camera's intrinsics, to estimate on the model's grid whatever is published."""
         source = self.config.depth_scale_source
         if not scale_is_estimated(self.spec.metric_depth, source):
             return fixed_scale_report(self.spec.metric_depth, source,
                                       self.config.relative_depth_scale)
         if scaler is None:
             return ScaleReport(source, None, False, reason="no scale estimator")
-        report = scaler.update(stamp, products.depth, products.intrinsics, products.plan,
-                               self.config.output_resolution, reference, camera=camera,
+        depth, k, grid = products.depth, products.intrinsics, self.config.output_resolution
+        if model is not None and grid != "model":  # one grid, so the scale is the same on both
+            depth, k, grid = (*on_model_grid(model[0].plan, model[0].depth, model[0].valid,
+                                             model[1]), "model")
+        report = scaler.update(stamp, depth, k, products.plan, grid, reference, camera=camera,
                                guessed=products.intrinsics_guessed, estimate=estimate)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)

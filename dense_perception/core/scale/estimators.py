@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..geometry.fit import FitPlan
+from ..geometry.fit import FitPlan, Interp
 from ..geometry.intrinsics import Intrinsics
 from .ground_plane import level_planes, lower_view_samples
 from .robot_floor import floor_at_feet
@@ -27,6 +27,21 @@ class Estimate:
     support: int = 0          # inlier points (ground plane) or pixels (reference)
     reason: str = ""
     normal: tuple[float, float, float] | None = None  # ground plane, camera optical frame
+
+
+def on_model_grid(plan: FitPlan, depth: np.ndarray, valid: np.ndarray | None, k: Intrinsics
+                  ) -> tuple[np.ndarray, Intrinsics]:
+    """A model output ``depth`` (and the camera's ``k``) on the model's grid (``output_resolution:
+    model``), NaN where the rectified view looked past the raw frame (``valid`` 0).
+
+    The estimators' one grid, whatever grid is published: the input grid holds the same depth
+    resampled, and the ground plane sampled on it other rays (a scale 6 % apart on the two).
+    """
+    on_grid = plan.unfit(depth, "model", Interp.DEPTH, fill=np.nan)
+    if valid is not None:
+        seen = plan.unfit(valid, "model", Interp.NEAREST, fill=0) != 0
+        on_grid = np.where(seen, on_grid, np.float32(np.nan))
+    return on_grid, plan.published_intrinsics(k, "model")
 
 
 def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
@@ -55,11 +70,12 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     points, cells = lower_view_samples(depth, k)
     if len(points) < MIN_SUPPORT:
         return Estimate(None, reason=f"only {len(points)} valid points in the lower view")
+    rejected: list[str] = []
     planes = level_planes(points, max_tilt_deg, cells=cells, min_share=min_inlier_ratio / 2.0,
-                          min_points=MIN_SUPPORT)
+                          min_points=MIN_SUPPORT, rejected=rejected)
     if not planes:
         return Estimate(None, reason=f"no plane within {max_tilt_deg:g} deg of level "
-                                     "in the lower view")
+                                     "in the lower view" + "".join(f"; {r}" for r in rejected[:1]))
     best, reason = floor_at_feet(points, cells, planes, max_tilt_deg)
     if best is None:
         return Estimate(None, reason=reason)

@@ -29,6 +29,8 @@ GROUND_MIN_SHARE = 0.15       # default share of the points a lower plane needs
 GROUND_LEVELS = 3             # level planes found, at most
 LOCAL_ACROSS = 0.5           # |cos| of a point's own surface normal to a plane's: 60 deg off
 LOCAL_ACROSS_SHARE = 0.2     # a plane with more of its points on surfaces across it is a wedge
+SURFACE_TILT_DEG = 10.0      # a plane whose points' surfaces face farther off spans a step/drop
+SAME_TILT_DEG = 3.0          # candidates this close to a plane across surfaces go with it
 
 
 def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float = 0.5,
@@ -36,12 +38,14 @@ def lower_view_samples(depth: np.ndarray, k: Intrinsics, lower_fraction: float =
     """(N x 3 back-projected points, N x 2 grid cells (row, column)) of the lower
     ``lower_fraction`` of the view, valid depth only, in row-major order.
 
-    Sampled on a regular grid so that about ``max_points`` come back whatever the image size.
+    Sampled on a grid that is regular in the camera's rays, not its pixels, so that about
+    ``max_points`` come back and the same rays are sampled whatever the grid's size and pixel
+    aspect (a frame stretched onto a model's grid has fx and fy far apart).
     """
     h, w = depth.shape
     top = int(h * (1.0 - lower_fraction))
-    stride = max(1, int(math.sqrt((h - top) * w / max_points)))
-    v, u = np.mgrid[top:h:stride, 0:w:stride]
+    step = math.sqrt((h - top) / k.fy * w / k.fx / max_points)  # rad, between samples
+    v, u = np.mgrid[top:h:max(1, int(step * k.fy)), 0:w:max(1, int(step * k.fx))]
     cells = np.stack(np.mgrid[0:v.shape[0], 0:v.shape[1]], axis=-1).reshape(-1, 2)
     z = depth[v, u].ravel()
     keep = np.isfinite(z) & (z > 0)
@@ -94,7 +98,7 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
                  tolerance: float = GROUND_INLIER_TOLERANCE,
                  iterations: int = GROUND_ITERATIONS, seed: int = 0, *,
                  cells: np.ndarray | None = None, min_share: float = GROUND_MIN_SHARE,
-                 min_points: int = 30) -> list[Plane]:
+                 min_points: int = 30, rejected: list[str] | None = None) -> list[Plane]:
     """RANSAC for the level planes of the lower view, largest first (at most
     :data:`GROUND_LEVELS`).
 
@@ -105,10 +109,13 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
     matrix). ``cells`` (the points' grid cells, :func:`lower_view_samples`) lets half the
     candidates be drawn locally (module doc).
 
-    The first plane is the candidate with the most inliers; each next one the candidate holding
-    most of the points no plane found so far holds, while it holds at least ``min_share`` of all
-    points (and ``min_points``). Each takes the largest plane of what is left, so a candidate that
-    merely cuts across a desk's edge (a wedge of its top and its front face) never wins.
+    The first plane is the candidate fitting most inliers closest (MSAC weights); each next one
+    the candidate doing so for the points no plane found so far holds, while it holds at least
+    ``min_share`` of all points (and ``min_points``). Each takes the largest plane of what is
+    left, so a candidate that merely cuts across a desk's edge (a wedge of its top and its front
+    face) never wins. A plane whose points lie on surfaces facing another way (across a riser;
+    slanted across a step or a drop, :func:`_surface_problem`) is dropped with the candidates
+    like it; ``rejected`` (when given) gets a note for each slanted one.
 
     Each chosen candidate is refined by least squares (SVD), each round on the points within a
     band narrowed to the floor's own scatter: 3 robust standard deviations (1.4826 x the
@@ -117,7 +124,8 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
     standing on the floor (their points within ``tolerance`` x d of it); all on one side of
     the plane, they tilt the least-squares fit and bias the distance (about 1 % for a level
     camera facing a wall). The narrowed band keeps them out and keeps a noisy floor's points
-    in. A candidate whose refit is not level (a strip of a vertical face) is dropped.
+    in, and points on surfaces across the candidate (more than 60 deg off) are left out of its
+    fit. A candidate whose refit is not level (a strip of a vertical face) is dropped.
     """
     n_points = len(points)
     if n_points < 3:
@@ -148,29 +156,51 @@ def level_planes(points: np.ndarray, max_tilt_deg: float = 30.0,
     score -= 1.0
     np.abs(score, out=score)
     on = score <= tolerance
+    # MSAC: an inlier weighs 1 - (offset / tolerance)^2, so of candidates holding about as many
+    # points the one fitting them closest wins. Counted alone, a plane tilted across the floor
+    # and a strip beyond it can hold a point more than the floor, and refined from there it
+    # stays between the two (6 % off for a frame stretched onto the model's grid).
+    score *= 1.0 / tolerance
+    np.square(score, out=score)
+    np.subtract(1.0, score, out=score)
+    score[~on] = 0.0
     need = max(min_points, math.ceil(min_share * n_points))
     counts = np.count_nonzero(on, axis=0)
+    fits = score.sum(axis=0)
     local = None if cells is None else _local_normals(points, cells)
     held = np.zeros(n_points, bool)
     planes: list[Plane] = []
     for _ in range(2 * GROUND_LEVELS):  # a candidate that is not level costs a round
-        best = int(np.argmax(counts))
+        best = int(np.argmax(np.where(counts >= (need if planes else 3), fits, -1.0)))
         if counts[best] < (need if planes else 3):
             break
-        plane = refine_plane(points, on[:, best], tolerance, max_tilt_deg)
+        # A point on a surface across the candidate (a wall's foot within its band) is not one
+        # of its points: left in, a row of them far away tilts the floor's fit (3 %).
+        facing = None if local is None else \
+            ~(np.abs(np.einsum("ij,j->i", local, normals[best])) < LOCAL_ACROSS)
+        plane = refine_plane(points, on[:, best], tolerance, max_tilt_deg, facing)
         if plane is None:
             counts[best] = 0
             continue
         normal, d = plane
         inliers = np.abs(plane_offset(points, normal, d)) <= tolerance
-        if local is not None and not _surface_agrees(local[inliers], normal):
-            counts[best] = 0  # a wedge across a step's riser and the floor before it
+        problem = None if local is None else _surface_problem(local[inliers], normal, max_tilt_deg)
+        if problem is not None:
+            # Not a surface but a plane across surfaces (a step, a drop): neither it nor the
+            # candidates like it are floors.
+            same_tilt = math.cos(math.radians(SAME_TILT_DEG))
+            like = (np.einsum("ij,j->i", normals, normal) >= same_tilt) & \
+                (np.abs(dist / d - 1.0) <= tolerance)
+            counts[like | (np.arange(len(counts)) == best)] = 0
+            if rejected is not None and problem:
+                rejected.append(problem)
             continue
         planes.append(Plane(normal, d, float(inliers.mean())))
         if len(planes) == GROUND_LEVELS:
             break
         held |= inliers
         counts = np.count_nonzero(on[~held], axis=0)
+        fits = score[~held].sum(axis=0)
     return planes
 
 
@@ -189,21 +219,44 @@ def _local_normals(points: np.ndarray, cells: np.ndarray) -> np.ndarray:
     return normals
 
 
-def _surface_agrees(local: np.ndarray, normal: np.ndarray) -> bool:
-    """Whether a plane's inliers lie on surfaces facing about the way it does: a candidate
-    within the band of a vertical face and a strip of floor (a step's riser and the floor before
-    it) holds many points whose own surface is across it (more than 60 deg off; noise in the
-    depth tilts a floor's local normals, but seldom that far)."""
-    cosine = np.abs(np.einsum("ij,j->i", local, normal))
-    valid = np.isfinite(cosine)
-    return not valid.any() or np.mean(cosine[valid] < LOCAL_ACROSS) <= LOCAL_ACROSS_SHARE
+def _surface_problem(local: np.ndarray, normal: np.ndarray, max_tilt_deg: float) -> str | None:
+    """Why a plane's inliers do not lie on one surface facing the way it does: None when they
+    do, "" for a wedge across a riser (no note), else a note for the frame's reason.
+
+    * A candidate within the band of a vertical face and a strip of floor (a step's riser and
+      the floor before it) holds many points whose own surface is across it (more than 60 deg
+      off; noise in the depth tilts a floor's local normals, but seldom that far).
+    * A plane slanted across a step or a drop holds two parallel floors at different heights:
+      every point's own surface faces another way than the plane. Their median normal (noise
+      cancels in it: within 3 deg on measured Kinect floors) more than :data:`SURFACE_TILT_DEG`
+      from the plane's, or more than ``max_tilt_deg`` from level, is not a level floor.
+    """
+    valid = np.isfinite(local).all(axis=1)
+    if not valid.any():
+        return None
+    local = local[valid]
+    cosine = np.einsum("ij,j->i", local, normal)
+    if np.mean(np.abs(cosine) < LOCAL_ACROSS) > LOCAL_ACROSS_SHARE:
+        return ""
+    surface = np.median(local * np.sign(cosine)[:, None], axis=0)
+    surface /= max(float(np.linalg.norm(surface)), 1e-12)
+    off = math.degrees(math.acos(min(1.0, abs(float(np.dot(surface, normal))))))
+    level = math.degrees(math.acos(min(1.0, abs(float(surface[1])))))
+    if off > SURFACE_TILT_DEG or level > max_tilt_deg:
+        tilt = math.degrees(math.acos(min(1.0, float(normal[1]))))
+        return (f"a plane {tilt:.0f} deg from level lies across surfaces {level:.0f} deg from "
+                f"level (a step or a drop spanned by a slanted plane), not a floor")
+    return None
 
 
-def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float
-                 ) -> tuple[np.ndarray, float] | None:
+def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_tilt_deg: float,
+                 allowed: np.ndarray | None = None) -> tuple[np.ndarray, float] | None:
     """Least-squares (SVD) refits of a candidate's inliers in narrowing bands (see
-    :func:`level_planes`): (unit normal, distance), or None when it is not a level plane."""
+    :func:`level_planes`), of the ``allowed`` points only (all when None): (unit normal,
+    distance), or None when it is not a level plane."""
     band = tolerance
+    if allowed is not None:
+        inliers = inliers & allowed
     for _ in range(GROUND_REFINE_ROUNDS):
         if inliers.sum() < 3:
             return None
@@ -220,6 +273,8 @@ def refine_plane(points: np.ndarray, inliers: np.ndarray, tolerance: float, max_
         scatter = 3.0 * 1.4826 * float(np.median(residual[inliers]))
         band = min(band, max(scatter, GROUND_MIN_BAND))
         inliers = residual <= band
+        if allowed is not None:
+            inliers &= allowed
     if normal[1] < math.cos(math.radians(max_tilt_deg)):
         return None
     return normal, d

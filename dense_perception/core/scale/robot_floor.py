@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ground_plane import GROUND_INLIER_TOLERANCE, Plane, plane_offset, refine_plane
+from .ground_plane import (GROUND_INLIER_TOLERANCE, GROUND_MIN_BAND, Plane, plane_offset,
+                           refine_plane)
 
 FOOT_CONTEST = 0.25   # a second plane, or columns cut off, with this share of the votes: withhold
 FOOT_SHARE = 0.25     # the floor is refitted from this share of it nearest the robot
+FOOT_BAND = 0.01      # the closeness of the refit and the plane is compared within this band
 
 
 @dataclass(frozen=True)
@@ -99,17 +101,34 @@ def refine_at_foot(points: np.ndarray, cells: np.ndarray, plane: Plane,
     A surface that meets the floor at a shallow angle (a 5 deg ramp ahead) lies within the
     inlier band of a plane between the two, which can hold more points than either; the
     narrowing refinement keeps such a compromise when it starts from it. Started from the part
-    of the plane nearest the robot, it converges on the floor the robot stands on.
+    of the plane nearest the robot, it converges on the floor the robot stands on. So does a
+    plane slanted across a small step or drop (both floors within its band).
+
+    The refit is kept when the plane does not lie on its foot (their median offset beyond
+    :data:`.ground_plane.GROUND_MIN_BAND`) or when it fits the whole view closer
+    (:func:`_closeness`); otherwise the plane is: the tilt from a few rows over a short reach
+    follows their depth's noise (6 % off from the rounding of a stretched frame alone).
     """
-    inliers = np.abs(plane_offset(points, plane.normal, plane.d)) <= tolerance
+    offset = plane_offset(points, plane.normal, plane.d)
+    inliers = np.abs(offset) <= tolerance
     rows = cells[:, 0]
     seed = inliers & (rows >= np.quantile(rows[inliers], 1.0 - FOOT_SHARE))
     found = refine_plane(points, seed, tolerance, max_tilt_deg) if seed.sum() >= 3 else None
     if found is None:
         return plane
     normal, d = found
+    if abs(float(np.median(offset[seed]))) <= GROUND_MIN_BAND and \
+            _closeness(points, normal, d) <= _closeness(points, plane.normal, plane.d):
+        return plane  # it lies on its foot and fits the view closer than the refit
     share = float(np.mean(np.abs(plane_offset(points, normal, d)) <= tolerance))
     return Plane(normal, d, share)
+
+
+def _closeness(points: np.ndarray, normal: np.ndarray, d: float) -> float:
+    """How closely a plane fits the points: each within :data:`FOOT_BAND` of it weighs
+    1 - (offset / band)^2 (MSAC, as the candidates in :func:`.ground_plane.level_planes`)."""
+    r = plane_offset(points, normal, d) / FOOT_BAND
+    return float(np.sum(np.maximum(1.0 - r * r, 0.0)))
 
 
 def floor_at_feet(points: np.ndarray, cells: np.ndarray, planes: list[Plane],
