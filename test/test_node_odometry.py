@@ -8,17 +8,20 @@ looking forward) moves 0.1 m closer between frames, so frame i sees the plane
 Z = (C0 - 0.1 i) + A X + B Y, painted so the TIPSv2 test model's depth is that Z.
 """
 
+import cv2
 import numpy as np
 import pytest
+import yaml
 
 pytest.importorskip("rclpy")
 
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import Log  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
+from support.bag_maker import read_bag  # noqa: E402
 from support.camera_scenes import Scene, paint  # noqa: E402
-from support.common import TIPS_TEST_MODEL  # noqa: E402
-from support.motion_bags import CAMERA_IN_BASE  # noqa: E402
+from support.common import TIPS_TEST_MODEL, run_cli  # noqa: E402
+from support.motion_bags import CAMERA_IN_BASE, write_motion_bag  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
 
 from dense_perception.core.conversions import image_msg_to_array  # noqa: E402
@@ -155,3 +158,74 @@ def test_a_camera_in_base_that_does_not_fit_the_cameras_stops_the_start(harness_
     with pytest.raises(StartupError, match="camera_in_base holds 1 mounting"):
         harness_factory({"model_path": TIPS_TEST_MODEL, "cameras": ["front", "rear"],
                          "camera_in_base": CAMERA_IN_BASE})
+
+
+def test_the_node_with_odometry_gives_the_depth_process_gives_with_the_same_poses(
+        harness_factory, tmp_path, capsys):
+    """Five frames of the drive: the node (Odometry over DDS, camera_in_base), ``process`` on a
+    folder with the camera's poses written out as a TUM file, and ``process`` on a bag with
+    the same odometry and /tf_static publish the same depth, and it is the wall's."""
+    times = [100.0 + 0.2 * i for i in range(5)]
+    frames = [wall_frame(i) for i in range(5)]
+    # the base at x = 0.5 (t - 100): 0.1 m a frame, odometry at 20 Hz from 99.9 s to 101.0 s
+    odometry = [(99.9 + k / 20, 0.5 * (k / 20 - 0.1)) for k in range(23)]
+    info = camera_info(W, H, fx=FX)
+    info.p = [FX, 0.0, (W - 1) / 2, 0.0, 0.0, FX, (H - 1) / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+
+    h = harness_factory({"model_path": TIPS_TEST_MODEL, "output_resolution": "input",
+                         "camera_in_base": CAMERA_IN_BASE, "diagnostics_period": 0.2},
+                        subscribe=("depth/image", "/diagnostics"))
+    h.wait_matched(("depth/image",))
+    Robot(h).send(odometry)
+    node = []
+    for i, t in enumerate(times):
+        sec, nanosec = at(t)
+        h.publish_frame(frames[i], h.header(frame_id="cam_optical", sec=sec, nanosec=nanosec),
+                        info=info)
+        node.append(image_msg_to_array(h.wait_for("depth/image", timeout=30.0, where=lambda m: (
+            m.header.stamp.sec, m.header.stamp.nanosec) == (sec, nanosec))[0]))
+    _, _, values = h.diagnostics(lambda d: d[2].get("frames processed") == "5")
+    assert values["camera pose"] == "yes" and values["temporal alignment"] == "aligned", values
+    assert float(values["temporal TAE"]) < 0.01  # a still wall, moved by the true motion
+
+    # process on a folder, with the camera's poses written out: the optical frame at
+    # (x + 0.1, 0, 0.5) in odom, turned as the mounting turns it (REP 103)
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    lines = []
+    for i, (t, frame) in enumerate(zip(times, frames)):
+        cv2.imwrite(str(folder / f"frame_{i:03d}.png"), frame[:, :, ::-1])
+        lines.append(f"{t:.6f} {0.5 * (t - 100.0) + 0.1:.9f} 0 0.5 -0.5 0.5 -0.5 0.5")
+    (tmp_path / "poses.tum").write_text("\n".join(lines) + "\n")
+    (tmp_path / "camera.yaml").write_text(yaml.safe_dump({
+        "image_width": W, "image_height": H, "camera_name": "cam",
+        "camera_matrix": {"rows": 3, "cols": 3, "data": [float(v) for v in info.k]},
+        "distortion_model": "plumb_bob",
+        "distortion_coefficients": {"rows": 1, "cols": 5, "data": [0.0] * 5},
+        "rectification_matrix": {"rows": 3, "cols": 3, "data": [1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0]},
+        "projection_matrix": {"rows": 3, "cols": 4, "data": [float(v) for v in info.p]}}))
+    common = ["--model", TIPS_TEST_MODEL, "--outputs", "depth", "--output-resolution", "input"]
+    code, _, err = run_cli(["process", folder, "--out", tmp_path / "from_poses", *common,
+                            "--poses", tmp_path / "poses.tum",
+                            "--camera-info-yaml", tmp_path / "camera.yaml"], capsys)
+    assert code == 0, err
+    from_poses = [np.load(tmp_path / "from_poses" / "depth" / f"frame_{i:03d}.npy")
+                  for i in range(5)]
+
+    # process on a bag with the same odometry and the mounting in /tf_static
+    bag = write_motion_bag(tmp_path / "bag", [t - 100.0 for t in times],
+                           [(t - 100.0, x) for t, x in odometry], frames=frames, fx=FX)
+    code, _, err = run_cli(["process", bag, "--out", tmp_path / "from_bag", *common,
+                            "--odometry-topic", "/odom"], capsys)
+    assert code == 0, err
+    from_bag = [image_msg_to_array(m) for _, m in read_bag(tmp_path / "from_bag")[0][
+        "/cam/depth/image"]]
+
+    u, v = np.meshgrid(np.arange(W), np.arange(H))
+    xn, yn = (u - (W - 1) / 2) / FX, (v - (H - 1) / 2) / FX
+    for i in range(5):
+        np.testing.assert_allclose(from_poses[i], node[i], rtol=1e-6, equal_nan=True)
+        np.testing.assert_allclose(from_bag[i], node[i], rtol=1e-6, equal_nan=True)
+        seen = np.isfinite(node[i])
+        truth = Scene(a=A, b=B, c=C0 - STEP * i).z_along(xn, yn)
+        assert np.median(np.abs(node[i][seen] - truth[seen])) < 0.01

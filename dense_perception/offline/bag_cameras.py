@@ -91,9 +91,10 @@ def camera_scaler(cameras: list[BagCamera]) -> Callable[[Frame], Any]:
 
 def bag_events(bag: Any, cameras: list[BagCamera], copy_conns: list[Any],
                timer: StageTimer, reference: Any = None, *,
-               camera_info_slop: float = 0.0) -> Iterator[Frame | Copy]:
-    """The bag's frames (each with its own camera's CameraInfo, by the node's rule) and the
-    messages to copy, in log-time order."""
+               camera_info_slop: float = 0.0, poses: Any = None) -> Iterator[Frame | Copy]:
+    """The bag's frames (each with its own camera's CameraInfo, by the node's rule, and with
+    ``poses`` (``bag_motion.BagMotion``), its camera pose) and the messages to copy, in
+    log-time order."""
     from .bagio import message_to_frame
     from ..core.conversions import BadImageError
     camera_of = {c.id: cam for cam in cameras for c in cam.image_conns}
@@ -122,5 +123,6 @@ def bag_events(bag: Any, cameras: list[BagCamera], copy_conns: list[Any],
             yield Frame(index, stem, image, encoding, header=msg.header, log_time=log_time,
                         camera_info=info, camera_info_note=note, time=stamp,
                         reference=None if reference is None else reference.lookup(stamp),
-                        camera=cam.topic)
+                        camera=cam.topic,
+                        pose=None if poses is None else poses.pose_for(cam.topic, msg.header))
         index += 1

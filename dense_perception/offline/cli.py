@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "With several --topic, give one per --topic in the same order; a topic "
                      "without a CameraInfo gets the --fallback-hfov pinhole guess, with a "
                      "warning, never another camera's")
+    bag.add_argument("--odometry-topic", metavar="TOPIC", help="the robot's nav_msgs/Odometry "
+                     "topic: each frame's camera motion (temporal alignment, "
+                     "--depth-scale-source motion), as the node takes it from its odometry "
+                     "topic; the camera's mounting comes from the bag's /tf_static "
+                     "(odometry child_frame_id -> the image's frame_id) or --camera-in-base")
     bag.add_argument("--out-namespace", help="namespace of the output topics (default: the "
                      "image topic's, e.g. /camera for /camera/image_raw)")
     bag.add_argument("--bag-format", choices=("mcap", "sqlite3"),

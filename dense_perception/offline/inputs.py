@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..core.products import COMPRESSED
 from ..core.timing import StageTimer
 from .bag_cameras import bag_cameras, bag_events, camera_scaler, missing_camera_info
+from .bag_motion import open_motion
 from .camera_yaml import calibrated_frames, check_calibration_size
 from .console import CliError, warn
 from .loop import BagTarget, Copy, FolderTarget, Frame, Target
@@ -158,6 +159,10 @@ class BagInput(OfflineInput):
         self.bag = bagio.BagInput(path)
         self._cleanup.append(self.bag.close)
         self.cameras = cameras = bag_cameras(self.bag, options, keys)
+        self.motion = open_motion(path, self.bag, options, settings, cameras)  # --odometry-topic
+        if self.motion is not None:
+            self._cleanup.append(self.motion.close)
+            self.summary["motion"] = self.motion.tally  # counted as the frames go
         image_conns = [c for cam in cameras for c in cam.image_conns]
         info_conns = [c for cam in cameras for c in cam.info_conns]
         out_topics = {k: v for cam in cameras for k, v in cam.out_topics.items()} \
@@ -201,7 +206,8 @@ class BagInput(OfflineInput):
 
     def events(self) -> Iterable[Frame | Copy]:
         return bag_events(self.bag, self.cameras, self.copy_conns, self.timer, self.reference,
-                          camera_info_slop=self.session.settings.camera_info_slop)
+                          camera_info_slop=self.session.settings.camera_info_slop,
+                          poses=self.motion)
 
     def scaler_of(self) -> Callable[[Frame], Any] | None:
         return camera_scaler(self.cameras)

@@ -184,7 +184,8 @@ class ModelSession:
         # A new scaler per input: its filter follows one camera's stream.
         scaler = scaler_for(self.scale, kind, self.options.reference_depth_topic,
                             self.trajectory is not None)
-        motion = None if self.trajectory is None else \
+        motion = None if self.trajectory is None and not (
+            kind == "bag" and self.options.odometry_topic) else \
             CameraMotion(motion_config(self.settings))  # one camera's motion state
         fileio.check_new_output(out_path)
         timer = StageTimer(window=TIMER_WINDOW)

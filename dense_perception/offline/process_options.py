@@ -22,7 +22,8 @@ GLOB = re.compile(r"[*?[]")  # a glob, not a path: many inputs
 BAG_ONLY = {"topics": "--topic", "camera_info_topics": "--camera-info-topic",
             "out_namespace": "--out-namespace", "bag_format": "--bag-format",
             "compressed": "--compressed", "copy": "--copy",
-            "reference_depth_topic": "--reference-depth-topic"}
+            "reference_depth_topic": "--reference-depth-topic",
+            "odometry_topic": "--odometry-topic"}
 
 
 def _output(default: Any = None) -> Any:
@@ -47,6 +48,7 @@ class ProcessOptions:
     compressed: str = _output("off")
     copy: str = _output("all")
     reference_depth_topic: str | None = _output()
+    odometry_topic: str | None = _output()   # --odometry-topic: the robot's motion (a bag)
     poses: str | None = _output()            # --poses: a TUM trajectory (images, videos)
     verbose: bool = False
     inputs_from: str | None = None
@@ -87,6 +89,7 @@ class ProcessOptions:
                    out_namespace=args.out_namespace, bag_format=args.bag_format or "mcap",
                    compressed=args.compressed or "off", copy=args.copy or "all",
                    reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
+                   odometry_topic=args.odometry_topic,
                    poses=getattr(args, "poses", None),
                    inputs_from=args.inputs_from, force=args.force, ray=ray,
                    workers=args.workers, threads_per_worker=threads, many=many,

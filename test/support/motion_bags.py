@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.offline import bagio
 from support.bag_maker import COLOURS, STAMP0, image_msg
 
@@ -59,18 +60,28 @@ MOUNTING_CHAIN = [transform("base_link", "camera_link", (0.1, 0.0, 0.5), (0.0, 0
 
 
 def write_motion_bag(path, image_times, odometry, *, tf_static=True,
-                     odometry_topic="/odom", size=(64, 48)):
+                     odometry_topic="/odom", size=(64, 48), frames=None, fx=None):
     """A bag with images at ``image_times`` (s after STAMP0, frame ``cam_optical``) on
-    /cam/image_raw, ``odometry`` [(t, x) or (t, x, quaternion)] on ``odometry_topic`` and, with
-    ``tf_static``, the mounting chain. Each message is logged at its stamp."""
+    /cam/image_raw (``frames``, rgb8, or bag_maker's colours), ``odometry`` [(t, x) or (t, x,
+    quaternion)] on ``odometry_topic``, with ``tf_static`` the mounting chain and with ``fx``
+    a CameraInfo per image (K = P, no distortion, the centre in the middle). Each message is
+    logged at its stamp."""
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
         img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
         odo = w.add_connection(odometry_topic, ODOMETRY, typestore=TS)
+        info = None if fx is None else \
+            w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
         messages = []
         for i, t in enumerate(image_times):
-            msg = image_msg(i, COLOURS[i % len(COLOURS)], "rgb8", size)
+            msg = image_msg(i, COLOURS[i % len(COLOURS)], "rgb8", size) if frames is None \
+                else bagio.array_to_image(frames[i], "rgb8", header_at(t, "cam_optical"))
             msg.header = header_at(t, "cam_optical")
             messages.append((t, img, TS.serialize_cdr(msg, bagio.IMAGE)))
+            if info is not None:
+                k = Intrinsics(fx=fx, fy=fx, cx=(size[0] - 1) / 2, cy=(size[1] - 1) / 2,
+                               width=size[0], height=size[1])
+                messages.append((t, info, TS.serialize_cdr(bagio.intrinsics_to_camera_info(
+                    k, header_at(t, "cam_optical")), bagio.CAMERA_INFO)))
         for sample in odometry:
             msg = odometry_msg(sample[0], sample[1], *sample[2:])
             messages.append((sample[0], odo, TS.serialize_cdr(msg, ODOMETRY)))
