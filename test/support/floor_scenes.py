@@ -75,3 +75,42 @@ DROP_FX, DROP_S = 600.0, 1.04
 def drop_scene():
     """The depth of the node test's scene (metres)."""
     return floor_scene(1.0, 0.0, DROP_FX, edge=2.2, drop=0.8, wall=5.0)
+
+
+# The grid family: the drop above seen by a landscape 1280x720 camera (F = 500), stretched onto
+# the DA3 test model's portrait 504x896 grid (``fit: stretch``), so the model's grid has fx and fy
+# 3.2x apart; painted at each of GRID_SCALES (relative depth = truth / s). The scale must come
+# out the same with ``output_resolution: model`` and ``input``.
+GRID_WIDTH, GRID_HEIGHT, GRID_F = 1280, 720, 500.0
+GRID_SCALES = (1.0, 1.02, 1.03, 1.05, 1.06, 1.08, 1.11, 1.14)  # all within the paintable range
+
+
+def grid_scene() -> np.ndarray:
+    """The grid family's depth (metres): camera level 1.0 m up, its floor ends 2.2 m ahead and
+    drops 0.8 m, a wall at 5 m."""
+    return floor_scene(1.0, 0.0, GRID_F, edge=2.2, drop=0.8, wall=5.0, width=GRID_WIDTH,
+                       height=GRID_HEIGHT)
+
+
+# The steep family: a camera 0.5 m up pitched down 32-38 deg (beyond the default
+# ground_max_tilt_deg of 30), at a drop a little ahead. A plane slanted across the two floors is
+# within 30 deg of level; the floors themselves are not. Two lenses: the portrait one above and
+# a landscape 896x504 (the 1.32x case).
+STEEP_HEIGHT = 0.5
+STEEP_PITCHES = (32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0)
+STEEP_LENSES = ((WIDTH, HEIGHT, 420.0), (HEIGHT, WIDTH, 420.0))
+STEEP_DROPS = ((0.3, 0.45), (0.1, 0.45), (0.03, 0.45), (0.3, 0.7))  # (drop, edge ahead), m
+
+
+def steep_scene(pitch_deg: float, lens: tuple[int, int, float], drop: float = 0.3,
+                edge: float | None = 0.45) -> np.ndarray:
+    """The steep family's depth (metres); ``edge`` None: a flat floor to the wall at 5 m."""
+    width, height, fx = lens
+    return floor_scene(STEEP_HEIGHT, pitch_deg, fx, edge=edge, drop=drop if edge else 0.0,
+                       wall=5.0, width=width, height=height)
+
+
+def nearest_floor_seen(h: float, pitch_deg: float, fx: float, height: int) -> float:
+    """How far ahead the lowest row of the view meets the floor (m): a drop nearer than this
+    leaves the robot's own floor out of view."""
+    return h / math.tan(math.radians(pitch_deg) + math.atan((height - 1) / 2.0 / fx))
