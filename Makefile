@@ -178,6 +178,7 @@ bench: torch-env
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m tools.bench --models $(BENCH_MODELS)
 	$(PY) -m tools.bench_wire
+	$(PY) -m tools.bench_motion
 	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
 
 # The host path through the node over DDS (the test models, 1280x720 bgr8 at 5 Hz, every

@@ -242,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
                                   else f" MODEL={args.model}")
     text = render(args.model, pipelines["none"].spec.display_name if kind == "auto" else kind,
                   rows, checks, command)
+    sequence = REAL_SCENES / "7scenes-redkitchen"
+    if args.frames is None and sequence.is_dir() and not base.spec.metric_depth:
+        from tools.eval_sequence import sequence_section  # the sequence table
+        text = text.rstrip("\n") + "\n\n" + sequence_section(pipelines["none"], sequence)
     print(f"eval-real: {len(frames)} frames in {time.monotonic() - started:.1f} s -> {args.out}",
           file=sys.stderr)
     args.out.write_text(text)

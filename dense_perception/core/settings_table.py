@@ -180,9 +180,9 @@ class Settings:
         "none", "Where the metric scale of relative depth (DA3, "
         "model_type depth) comes from: none (depth stays relative: 32FC1 unitless, no "
         "points, no 16UC1 or max_depth), fixed (relative_depth_scale is metres per unit, "
-        "asserted), ground_plane (from camera_height above a flat floor) or "
-        "reference_depth (from a metric depth image on reference_depth). Metric models "
-        "ignore it.",
+        "asserted), ground_plane (from camera_height above a flat floor), "
+        "reference_depth (from a metric depth image on reference_depth) or motion (from "
+        "the camera's motion: odometry, offline --poses). Metric models ignore it.",
         choices=SCALE_SOURCES,
         offline="--depth-scale-source")
     camera_height: float = setting(

@@ -84,24 +84,26 @@ class TemporalAligner:
             return self._restart(t, pose, depth, k, unit, why)
         a_to_b = motion(self._pose, pose)
         moved, held = forward_warp(self._depth, k, a_to_b, self._weight)
-        valid = np.isfinite(depth) & (depth > 0)
-        both = valid & np.isfinite(moved)
-        overlap = float(both.sum()) / max(int(valid.sum()), 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_ratio = np.log(moved) - np.log(depth)  # NaN where either is missing
+        both = np.isfinite(log_ratio)
+        valid_count = max(int(np.count_nonzero(depth > 0)), 1)
+        overlap = float(np.count_nonzero(both)) / valid_count
         if overlap < MIN_OVERLAP:
             return self._restart(t, pose, depth, k, unit, (
                 f"the previous output covers {overlap:.0%} of this view (< {MIN_OVERLAP:.0%})"))
-        log_ratio = np.log(moved[both]) - np.log(depth[both])
-        offset = float(np.median(log_ratio))
-        agree = np.abs(log_ratio - offset) < AGREE_TOLERANCE
-        agreement = float(agree.mean())
+        # The median over every other row and column: as good, a quarter of the work.
+        sample = log_ratio[::2, ::2]
+        offset = float(np.median(sample[np.isfinite(sample)]))
+        with np.errstate(invalid="ignore"):
+            agree_px = np.abs(log_ratio - np.float32(offset)) < AGREE_TOLERANCE
+        agreement = float(np.count_nonzero(agree_px)) / max(int(np.count_nonzero(both)), 1)
         if agreement < MIN_AGREEMENT:
             return self._restart(t, pose, depth, k, unit, (
                 f"the previous output agrees with this frame on {agreement:.0%} of the overlap "
                 f"(< {MIN_AGREEMENT:.0%}): a new scene"))
         # The new frame aligned to the past, the two blended where they agree ...
         new = depth * np.float32(math.exp(offset))
-        agree_px = np.zeros_like(valid)
-        agree_px[both] = agree
         w_prev = np.where(agree_px, np.minimum(held / (held + 1.0), MAX_PREVIOUS_WEIGHT), 0.0)
         w_prev = w_prev.astype(np.float32)
         fused = np.where(agree_px, w_prev * moved + (1.0 - w_prev) * new, new)
@@ -114,7 +116,7 @@ class TemporalAligner:
             fused *= np.float32(math.exp(correction))
         ratio = math.exp(offset + correction)
         self._store(t, pose, fused, k, unit, np.where(agree_px, held + 1.0, 1.0))
-        share = float(agree_px.sum()) / max(int(valid.sum()), 1)
+        share = float(np.count_nonzero(agree_px)) / valid_count
         return fused.astype(np.float32), Alignment(True, fused_share=share, scale_ratio=ratio)
 
     def _reset_reason(self, t: float, pose: np.ndarray | None, depth: np.ndarray,

@@ -15,32 +15,25 @@ import numpy as np
 from ..geometry.intrinsics import Intrinsics
 
 
-def _rays(k: Intrinsics, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per pixel (x/z, y/z) of its ray through the pixel centre, float32."""
-    u = (np.arange(width, dtype=np.float32) - np.float32(k.cx)) / np.float32(k.fx)
-    v = (np.arange(height, dtype=np.float32) - np.float32(k.cy)) / np.float32(k.fy)
-    return np.broadcast_to(u, (height, width)), np.broadcast_to(v[:, None], (height, width))
-
-
 def project(depth: np.ndarray, k: Intrinsics, a_to_b: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Where each valid pixel of ``depth`` (view a) lands in view b: (rows, cols) of the valid
-    pixels in a, and their (u, v) pixel coordinates and depth z in b (float32 arrays)."""
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each pixel of ``depth`` (view a) lands in view b: its (u, v) pixel coordinates
+    and depth z in b, float32 maps of ``depth``'s shape (NaN for invalid pixels)."""
     h, w = depth.shape
-    valid = np.isfinite(depth) & (depth > 0)
-    rows, cols = np.nonzero(valid)
-    z = depth[rows, cols].astype(np.float32)
-    x_ray, y_ray = _rays(k, w, h)
-    x, y = x_ray[rows, cols] * z, y_ray[rows, cols] * z
+    z = np.where(depth > 0, depth, np.nan).astype(np.float32, copy=False)
     r = a_to_b[:3, :3].astype(np.float32)
     t = a_to_b[:3, 3].astype(np.float32)
-    xb = r[0, 0] * x + r[0, 1] * y + r[0, 2] * z + t[0]
-    yb = r[1, 0] * x + r[1, 1] * y + r[1, 2] * z + t[1]
-    zb = r[2, 0] * x + r[2, 1] * y + r[2, 2] * z + t[2]
+    xr = ((np.arange(w, dtype=np.float32) - np.float32(k.cx)) / np.float32(k.fx))[None, :]
+    yr = ((np.arange(h, dtype=np.float32) - np.float32(k.cy)) / np.float32(k.fy))[:, None]
+    # X_b = z * (R @ ray) + t, each ray's turn from its column and row (broadcast, cheap).
+    zb = (r[2, 0] * xr + (r[2, 1] * yr + r[2, 2])) * z + t[2]
     with np.errstate(divide="ignore", invalid="ignore"):
-        ub = np.float32(k.fx) * xb / zb + np.float32(k.cx)
-        vb = np.float32(k.fy) * yb / zb + np.float32(k.cy)
-    return np.stack([rows, cols]), ub, vb, zb
+        inverse = np.float32(1.0) / zb
+        ub = ((r[0, 0] * xr + (r[0, 1] * yr + r[0, 2])) * z + t[0]) * inverse
+        ub = ub * np.float32(k.fx) + np.float32(k.cx)
+        vb = ((r[1, 0] * xr + (r[1, 1] * yr + r[1, 2])) * z + t[1]) * inverse
+        vb = vb * np.float32(k.fy) + np.float32(k.cy)
+    return ub, vb, zb
 
 
 def forward_warp(depth: np.ndarray, k: Intrinsics, a_to_b: np.ndarray,
@@ -51,11 +44,13 @@ def forward_warp(depth: np.ndarray, k: Intrinsics, a_to_b: np.ndarray,
     lands. ``extra`` (a per-pixel value of a, e.g. a weight) travels with the winning pixels
     (0 where nothing lands)."""
     h, w = depth.shape
-    source, ub, vb, zb = project(depth, k, a_to_b)
+    ub, vb, zb = project(depth, k, a_to_b)
     ui = np.rint(ub)
     vi = np.rint(vb)
-    inside = (zb > 0) & (ui >= 0) & (ui < w) & (vi >= 0) & (vi < h)
-    index = vi[inside].astype(np.int64) * w + ui[inside].astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        inside = (zb > 0) & (ui >= 0) & (ui < w) & (vi >= 0) & (vi < h)
+    # Pixel indices below 2**24 are exact in float32.
+    index = (vi * np.float32(w) + ui)[inside].astype(np.int64)
     z = zb[inside]
     buffer = np.full(h * w, np.inf, dtype=np.float32)
     np.minimum.at(buffer, index, z)  # the z-buffer: the nearest surface per pixel
@@ -63,8 +58,7 @@ def forward_warp(depth: np.ndarray, k: Intrinsics, a_to_b: np.ndarray,
     if extra is not None:
         carried = np.zeros(h * w, dtype=np.float32)
         winners = buffer[index] == z
-        rows, cols = source[0][inside][winners], source[1][inside][winners]
-        carried[index[winners]] = extra[rows, cols]
+        carried[index[winners]] = extra.reshape(-1)[np.flatnonzero(inside)[winners]]
         carried = carried.reshape(h, w)
     buffer[np.isinf(buffer)] = np.nan
     return buffer.reshape(h, w), carried

@@ -1,0 +1,137 @@
+"""``dense-perception process --poses``: a folder with a camera trajectory is a sequence (temporal
+alignment, ``--depth-scale-source motion``); bad trajectories are refused in one line; on the
+shared real 7-Scenes frames the motion scale gives metres that hold still."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from support.common import DA3_TEST_MODEL
+from support.common import run_cli as run
+from tools.metric_scene import paint
+from tools.real_scenes import PYDNET, REAL_SCENES
+from dense_perception.core.motion.pose import invert, quaternion_from_rotation
+from dense_perception.core.motion.trajectory import read_tum
+
+SEVEN = REAL_SCENES / "7scenes-redkitchen"
+real = pytest.mark.skipif(not (SEVEN.is_dir() and PYDNET.is_file()),
+                          reason="../shared/real-scenes/7scenes-redkitchen is absent")
+COMMAND = ["--model", PYDNET, "--model-type", "depth", "--input-normalization", "unit",
+           "--fit", "stretch", "--output-resolution", "input",
+           "--camera-info-yaml", SEVEN / "camera.yaml", "--outputs", "depth"]
+
+
+def folder_of_frames(tmp_path, count=3):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(count):
+        z = np.full((60, 80), 2.0 + 0.1 * i, np.float32)
+        cv2.imwrite(str(folder / f"f{i}.color.png"), cv2.cvtColor(paint(z), cv2.COLOR_RGB2BGR))
+        cv2.imwrite(str(folder / f"f{i}.depth.png"), (z * 1000).astype(np.uint16))
+    return folder
+
+
+@pytest.mark.parametrize("lines,why", [
+    (["0 0 0 0 0 0 0 1", "1 0 0 0 0 0 0 1"], "has 2 poses but the input has 3 frames"),
+    (["0 0 0 0 0 0 0 1", "1 0 0 0 0 0 0 1", "2 0 0 0 0 0 0.5 1"], "has length 1.1180, not 1"),
+    (["0 0 0 0 0 0 0 1", "1 0 0 0 0 0 1", "2 0 0 0 0 0 0 1"], "line 2 is not 't tx ty tz"),
+])
+def test_a_trajectory_that_does_not_fit_is_refused_in_one_line(tmp_path, capsys, lines, why):
+    folder = folder_of_frames(tmp_path)  # its .depth.png files are not frames: 3 frames
+    traj = tmp_path / "t.tum"
+    traj.write_text("\n".join(lines) + "\n")
+    code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out",
+                           tmp_path / "out", "--poses", traj], capsys)
+    assert code == 2 and why in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_motion_scale_without_poses_says_what_to_give(tmp_path, capsys):
+    code, _, stderr = run(["process", folder_of_frames(tmp_path), "--model", DA3_TEST_MODEL,
+                           "--out", tmp_path / "out", "--depth-scale-source", "motion"], capsys)
+    assert code == 2 and "needs the camera's motion: --poses FILE" in stderr
+
+
+def test_a_posed_folder_is_one_sequence_with_the_trajectorys_times(tmp_path, capsys):
+    folder = folder_of_frames(tmp_path)
+    traj = tmp_path / "t.tum"
+    traj.write_text("".join(f"{i / 30:.6f} {0.01 * i} 0 0 0 0 0 1\n" for i in range(3)))
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out", out,
+                           "--poses", traj, "--outputs", "depth"], capsys)
+    assert code == 0, stderr
+    assert sorted(p.name for p in (out / "depth").iterdir()) == [
+        "f0.color.npy", "f1.color.npy", "f2.color.npy"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames"] == 3 and summary["poses"] == str(traj)
+
+
+def measured(i):
+    raw = cv2.imread(str(SEVEN / f"frame-{i:06d}.depth.png"), cv2.IMREAD_UNCHANGED)
+    return np.where(raw > 0, raw.astype(np.float32) / 1000, np.nan)
+
+
+def published(out):
+    return {int(p.name.split("-")[1].split(".")[0]): np.load(p)
+            for p in (out / "depth").glob("*.npy")}
+
+
+@real
+def test_real_sequence_motion_scale_gives_steady_metres(tmp_path, capsys):
+    from tools.eval_sequence import figures, read_sequence
+    seq = read_sequence(SEVEN, SEVEN / "trajectory.tum", SEVEN / "camera.yaml")
+    truths = [measured(i) for i in range(len(seq.colour))]
+    # Before: the frames as the model gives them, each with its best scale, and one scale.
+    plain = tmp_path / "plain"
+    code, _, stderr = run(["process", SEVEN, *COMMAND, "--out", plain], capsys)
+    assert code == 0, stderr
+    relative = published(plain)
+    assert len(relative) == 100  # the .depth.png beside each frame is not a frame
+    rel = [relative[i] for i in range(100)]
+    best = {i: r * np.float32(np.nanmedian(t / r)) for i, (r, t) in enumerate(zip(rel, truths))}
+    before = figures(best, truths, rel, seq)
+    assert before["tae"] == pytest.approx(0.084, abs=0.002)  # the figure measured before
+    # After: the done-means command.
+    out = tmp_path / "motion"
+    code, _, stderr = run(["process", SEVEN, *COMMAND, "--out", out, "--poses",
+                           SEVEN / "trajectory.tum", "--depth-scale-source", "motion"], capsys)
+    assert code == 0, stderr
+    after = figures(published(out), truths, rel, seq)
+    assert after["frames"] >= 50
+    assert after["max_error"] <= 0.10
+    assert after["tae"] <= 0.04
+    assert after["absrel"] <= after["best_absrel"] + 0.02
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["depth"]["source"] == "motion"
+    assert summary["depth"]["frames_metric"] == after["frames"]
+
+
+@real
+def test_real_sequence_with_a_world_to_camera_trajectory_gives_no_metres_and_says_why(
+        tmp_path, capsys):
+    traj = read_tum(SEVEN / "trajectory.tum")
+    wrong = tmp_path / "world_to_camera.tum"
+    lines = []
+    for t, pose in zip(traj.stamps[:60], traj.poses[:60]):
+        inv = invert(pose)
+        q = quaternion_from_rotation(inv[:3, :3])
+        lines.append(f"{t:.6f} " + " ".join(f"{v:.7f}" for v in (*inv[:3, 3], *q)))
+    wrong.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", SEVEN, *COMMAND, "--out", out, "--max-frames", "60",
+                           "--poses", wrong, "--depth-scale-source", "motion"], capsys)
+    # 60 lines for 100 frames: refused first, in one line.
+    assert code == 2 and "has 60 poses but the input has 100 frames" in stderr
+    folder = tmp_path / "first60"
+    folder.mkdir()
+    for i in range(60):
+        (folder / f"frame-{i:06d}.color.jpg").symlink_to(SEVEN / f"frame-{i:06d}.color.jpg")
+    code, _, stderr = run(["process", folder, *COMMAND, "--out", out, "--poses", wrong,
+                           "--depth-scale-source", "motion"], capsys)
+    assert code == 0, stderr
+    depth = json.loads((out / "summary.json").read_text())["depth"]
+    assert depth["frames_metric"] == 0
+    reasons = " ".join(depth["no_estimate_reasons"])
+    assert "does not fit the camera motion" in reasons and "camera-to-world" in reasons
