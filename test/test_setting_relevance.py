@@ -16,7 +16,7 @@ from support.setting_values import other_value
 
 from dense_perception.core.setting_relevance import (SCOPE, Where, given_at_start,
                                                      ignored_settings, why_ignored)
-from dense_perception.core.settings_table import PARAMS, Settings
+from dense_perception.core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
 
 pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[1]
@@ -38,8 +38,8 @@ def _runs():
     wheres = [Where(kind, metric, inp, cal, comp) for (kind, metric), inp, cal, comp in product(
         KINDS.items(), ("topic", "bag", "video", "images", "image"), (False, True),
         (False, True))]
-    variants = [{}, {"depth_scale_source": "fixed"}, {"depth_scale_source": "ground_plane"},
-                {"depth_scale_source": "reference_depth"},
+    sources = PARAMS_BY_NAME["depth_scale_source"].choices  # each source the table has
+    variants = [{}, *({"depth_scale_source": source} for source in sources),
                 {"input_normalization": "custom", "depth_scale_source": "ground_plane"},
                 {"backend": "npu", "npu_vendor": "auto"}, {"backend": "cpu"}]
     return wheres, variants
