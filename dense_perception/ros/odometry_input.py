@@ -12,6 +12,7 @@ the buffer refuses (a quaternion that is not unit) is logged, throttled, and nev
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any, Callable
 
@@ -40,6 +41,7 @@ NO_MOUNTING = ("the camera's mounting is not known: set camera_in_base (x y z qx
                "camera's optical frame in the odometry's child frame) or run where tf2_ros is "
                "installed, with the robot's TF (robot_state_publisher)")
 
+NO_BASE = "no odometry received yet (its child_frame_id names the base frame for TF)"
 Warn = Callable[[str, str], None]  # (throttle key, text)
 
 
@@ -67,7 +69,7 @@ class OdometryInput:
             self._tf_buffer = tf2_ros.Buffer()
             self._tf_listener = tf2_ros.TransformListener(self._tf_buffer, node)
         self._sub = node.create_subscription(Odometry, ODOMETRY_TOPIC, self._on_odometry,
-                                             ODOMETRY_QOS)
+                                             copy.copy(ODOMETRY_QOS))  # rclpy may alter it
 
     def configure(self, settings: Settings) -> None:
         """Runtime parameter changes (the tolerance and the gap limit)."""
@@ -109,7 +111,7 @@ class OdometryInput:
         """The mounting from TF (base frame: the odometry's child frame), kept once found."""
         base = self.frames[1]
         if not base:
-            return None, "no odometry received yet (its child_frame_id names the base frame)"
+            return None, NO_BASE
         if camera_frame not in self._tf_mountings:
             try:
                 t = self._tf_buffer.lookup_transform(base, camera_frame, rclpy_time_zero())
@@ -123,7 +125,7 @@ class OdometryInput:
         image ``header``'s stamp, or None with the reason."""
         mount, reason = self.mounting(index, header.frame_id)
         if mount is None:
-            return CameraPose(None, reason, "no mounting")
+            return CameraPose(None, reason, "no odometry" if reason == NO_BASE else "no mounting")
         return self.buffer.pose_at(stamp_ns(header.stamp), mount)
 
     def values(self) -> dict[str, str]:
