@@ -28,7 +28,7 @@ H, W = 48, 64
 DEPTH = dict(model_type="depth", backend="cpu", num_threads=1)
 # dtype -> (input scale, input zero point, output scale, output zero point)
 QUANTISED = {
-    "uint8": (1 / 255, 0, 0.02, 10),        # the output: scale 0.02, zero point 10
+    "uint8": (1 / 255, 0, 0.02, 10),        # an output with scale 0.02, zero point 10
     "int8": (1 / 255, -128, 0.02, -128),   # depth 2..2.9 -> codes -28..+15: negatives too
     "int16": (1 / 32768, 0, 1 / 4096, 0),
 }

@@ -33,7 +33,7 @@ frames exactly like the camera's ``DepthScaler``)::
   frames with a pose.
 * ``motion.reset(reason)``: forget the past (a new sequence, time going back).
 
-**Flicker** (:mod:`.tae`): ``tae(depth_a, depth_b, k, a_to_b)``: frame a's depth moved by the
+**Flicker** (:func:`.warp.tae`): ``tae(depth_a, depth_b, k, a_to_b)``: frame a's depth moved by the
 motion into frame b, mean AbsRel against frame b's depth (Video Depth Anything's
 ``eval_tae.py``); ``MotionReport.tae`` is this over the camera's last two outputs.
 """
