@@ -61,7 +61,7 @@ $(VENV_JAZZY)/.ready: requirements/runtime.txt requirements/test.txt requirement
 	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e .
 	@touch $@
 
-# docs/parameters.md from the settings table (core/settings_table.py) and docs/layout.md from the
+# docs/parameters.md from the settings table (core/settings/table.py) and docs/layout.md from the
 # modules' docstrings; test_docs fails when either is stale.
 docs: setup
 	$(PY) tools/gen_docs.py

@@ -26,7 +26,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "tools", "tools.*"]),
-    package_data={f"{PACKAGE}.core": ["data/*"]},
+    package_data={f"{PACKAGE}.core.model": ["data/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml", "LICENSE"]),  # Apache-2.0 asks for its text

@@ -54,8 +54,8 @@ def test_fp16_falls_back_on_x86_with_one_line_reason():
 
 
 def test_unknown_precision_is_refused_by_the_settings():
-    from dense_perception.core.setting_row import SettingError
-    from dense_perception.core.settings_table import Settings
+    from dense_perception.core.settings.row import SettingError
+    from dense_perception.core.settings.table import Settings
     with pytest.raises(SettingError, match="cpu_precision 'fp8' is not allowed; use one of"):
         Settings(backend="cpu", num_threads=1, cpu_precision="fp8")
 

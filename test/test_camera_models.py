@@ -20,7 +20,7 @@ from dense_perception.core.geometry.fit import resize_depth
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 P95_LIMIT = 0.020  # metres: the 95th percentile of the points' errors against the scene
 RAW_CAMERAS = {"plumb_bob": cs.BARREL, "rational_polynomial": cs.RATIONAL,

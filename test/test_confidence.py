@@ -10,13 +10,13 @@ import pytest
 from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL, TIPS_TEST_MODEL
 from support.model_truth import da3_confidence_of, da3_depth_of, tips_seg_logits_of
 
-from dense_perception.core.models import CONFIDENCE_KIND
-from dense_perception.core.model_detection import detect_model_spec
-from dense_perception.core.settings_table import PARAMS_BY_NAME
+from dense_perception.core.model.specs import CONFIDENCE_KIND
+from dense_perception.core.model.detection import detect_model_spec
+from dense_perception.core.settings.table import PARAMS_BY_NAME
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.products import available_groups, request_for
 from dense_perception.core.backends.runner import check_model_file
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 pytestmark = pytest.mark.timeout(120)
 W, H = 504, 896  # the DA3 test models' input (portrait): a frame this size is not resampled

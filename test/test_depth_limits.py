@@ -17,9 +17,9 @@ from dense_perception.core import compressed as cz
 from dense_perception.core.frame_data import Products
 from dense_perception.core.geometry.pointcloud import XYZ_DTYPE, nearest_per_voxel
 from dense_perception.core.products import product_messages
-from dense_perception.core.setting_row import SettingError
-from dense_perception.core.settings import compressed_depth_problem
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.row import SettingError
+from dense_perception.core.settings.derived import compressed_depth_problem
+from dense_perception.core.settings.table import Settings
 
 pytestmark = pytest.mark.timeout(120)
 FAR = np.array([[0.0004, 1.2344, 65.535, 65.5356, 70.0, 90.0, 110.0, np.nan, -1.0, 0.0,

@@ -12,13 +12,13 @@ import cv2
 import numpy as np
 import pytest
 
-from dense_perception.core.depth_model import DepthOptions
-from dense_perception.core.models import ModelSignatureError
-from dense_perception.core.model_detection import detect_model_spec
+from dense_perception.core.model.depth_network import DepthOptions
+from dense_perception.core.model.specs import ModelSignatureError
+from dense_perception.core.model.detection import detect_model_spec
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.setting_row import SettingError
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.row import SettingError
+from dense_perception.core.settings.table import Settings
 
 REAL_SCENES = Path(__file__).resolve().parents[2] / "shared" / "real-scenes"
 PYDNET = REAL_SCENES / "models" / "pydnet_pp_448x640.tflite"

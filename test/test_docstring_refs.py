@@ -194,10 +194,10 @@ def test_references_are_found():
 
 def test_a_stale_reference_is_caught():
     """The resolver says no to names that do not exist, relative or absolute."""
-    module = "dense_perception.core.setting_names"
-    assert _resolves(".setting_row.ParamSpec", module, None)
+    module = "dense_perception.core.settings.names"
+    assert _resolves(".row.ParamSpec", module, None)
     assert _resolves("dataclasses.replace", module, None)
-    assert not _resolves(".setting_row.NoSuchSpec", module, None)
+    assert not _resolves(".row.NoSuchSpec", module, None)
     assert not _resolves(".no_such_module", module, None)
     assert not _resolves("dense_perception.core.no_such_module", module, None)
     assert not _resolves("dataclasses.no_such_function", module, None)

@@ -319,7 +319,7 @@ def test_pipeline_runs_the_export_with_zero_crop(exported):
 
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.frame_data import Request
-    from dense_perception.core.settings_table import Settings
+    from dense_perception.core.settings.table import Settings
     from dense_perception.export import graph, official
 
     result, width, height, (cam_w, cam_h), _ = exported

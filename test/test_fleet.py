@@ -282,7 +282,7 @@ def test_reuse_key_has_every_setting_that_changes_outputs(tmp_path):
     that changes what an output holds; the rest (e.g. --force) do not."""
     from support.setting_values import flag_words, other_value
 
-    from dense_perception.core.settings_table import PARAMS
+    from dense_perception.core.settings.table import PARAMS
     from dense_perception.offline import fleet
     model = tmp_path / "m.tflite"
     model.write_bytes(b"not a model: the key hashes the bytes")

@@ -15,7 +15,7 @@ from tools.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY, da3_output_of, pain
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 PITCHED = dict(h=0.5, pitch_deg=25.0, fx=420.0)  # 0.5 m up, pitched 25 deg: floor from 0.16 m
 LEVEL = dict(h=1.0, pitch_deg=0.0, fx=300.0)     # 1.0 m up, level, a wide lens: from 0.67 m ahead

@@ -18,7 +18,7 @@ from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import Request, load_pipeline
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 GRIDS = ("model", "input")
 

@@ -19,7 +19,7 @@ from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.backends.runner import open_runner
 from dense_perception.core.backends.runner_base import CompiledModelRunner
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 from dense_perception.core.backends.runner import BackendConfig
 
 pytestmark = pytest.mark.gpu

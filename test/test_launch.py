@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dense_perception.core.models import MODEL_SPECS
-from dense_perception.core.settings_table import PARAMS, PARAMS_BY_NAME
+from dense_perception.core.model.specs import MODEL_SPECS
+from dense_perception.core.settings.table import PARAMS, PARAMS_BY_NAME
 from dense_perception.core.backends.runner import BACKENDS
 
 REPO = Path(__file__).resolve().parents[1]

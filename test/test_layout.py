@@ -165,7 +165,7 @@ def test_settings_and_help_load_no_litert():
     interpreter takes most of a second to import and is only needed once a model is opened;
     the pure-Python flatbuffer schema that reads a file's signature is fine)."""
     code = ("import sys, contextlib, io\n"
-            "import dense_perception.core.settings_table, dense_perception.core.settings\n"
+            "import dense_perception.core.settings.table, dense_perception.core.settings.derived\n"
             "from dense_perception.offline.cli import build_parser\n"
             "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
             "    build_parser().parse_args(['process', '--help'])\n"

@@ -15,8 +15,8 @@ from dense_perception.core.scale.estimators import (ground_plane_scale, referenc
                                                     reference_to_metres)
 from dense_perception.core.scale.scale_filter import ScaleFilter
 from dense_perception.core.scale.ground_plane import ground_points, level_planes
-from dense_perception.core.setting_row import SettingError
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.row import SettingError
+from dense_perception.core.settings.table import Settings
 
 
 

@@ -16,13 +16,13 @@ from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, run_cli
 from support.model_files import (WEIGHTS, BIAS, dequantise, quantise, run_file,
                                  write_io_model)
 from dense_perception.core.backends.runner import ModelLoadError
-from dense_perception.core.depth_model import same_aspect
-from dense_perception.core.model_detection import detect_model_spec
-from dense_perception.core.model_evidence import evidence_for
-from dense_perception.core.models import MODEL_SPECS, ModelSignatureError
+from dense_perception.core.model.depth_network import same_aspect
+from dense_perception.core.model.detection import detect_model_spec
+from dense_perception.core.model.evidence import evidence_for
+from dense_perception.core.model.specs import MODEL_SPECS, ModelSignatureError
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.settings_table import Settings
-from dense_perception.core.tflite_file import TfliteSignature, read_signature
+from dense_perception.core.settings.table import Settings
+from dense_perception.core.model.tflite_file import TfliteSignature, read_signature
 
 H, W = 48, 64
 DEPTH = dict(model_type="depth", backend="cpu", num_threads=1)

@@ -3,10 +3,10 @@
 import pytest
 
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL
-from dense_perception.core.models import MODEL_SPECS, ModelSignatureError
-from dense_perception.core.model_detection import detect_model_spec
+from dense_perception.core.model.specs import MODEL_SPECS, ModelSignatureError
+from dense_perception.core.model.detection import detect_model_spec
 from dense_perception.core.pipeline import load_pipeline
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 
 def test_specs_follow_the_model_cards():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from support.common import REPO, TIPS_TEST_MODEL
-from dense_perception.core.settings_table import PARAMS_BY_NAME
+from dense_perception.core.settings.table import PARAMS_BY_NAME
 from dense_perception.core.postprocess import ade20k_class_names
 from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS
 

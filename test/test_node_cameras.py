@@ -19,7 +19,7 @@ from rclpy.qos import QoSProfile  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 
-from dense_perception.core.settings_table import PARAMS_BY_NAME  # noqa: E402
+from dense_perception.core.settings.table import PARAMS_BY_NAME  # noqa: E402
 from tools.ros_client import ScenePlayer, decode_status  # noqa: E402
 
 pytestmark = pytest.mark.ros

@@ -1,5 +1,5 @@
 """The node at start, over real rclpy: a setting it was given that does nothing with its model
-(the one relevance rule, core/setting_relevance.py) is one WARN on /rosout each and is listed
+(the one relevance rule, core/settings/relevance.py) is one WARN on /rosout each and is listed
 in /diagnostics; a node given none says nothing of it."""
 
 import pytest

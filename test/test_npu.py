@@ -267,7 +267,7 @@ def pearson(a, b):
 def test_pipeline_on_openvino_matches_xnnpack(openvino, tmp_path):
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.frame_data import Request
-    from dense_perception.core.settings_table import Settings
+    from dense_perception.core.settings.table import Settings
     from tools.scene import make_sample_scene
 
     frames = [make_sample_scene()]

@@ -23,7 +23,7 @@ from support.setting_values import other_value  # noqa: E402
 from tools.metric_scene import PITCHED_WITH_BOX, paint  # noqa: E402
 
 from dense_perception.core.geometry.camera_info_choice import MATCHED, stamp_ns  # noqa: E402
-from dense_perception.core.settings_table import PARAMS  # noqa: E402
+from dense_perception.core.settings.table import PARAMS  # noqa: E402
 from dense_perception.ros.messages import array_to_image  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
@@ -288,7 +288,7 @@ def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_rea
     already has changes nothing and is accepted (``ros2 param load`` of the same YAML)."""
     from support.common import TIPS_TEST_MODEL
 
-    from dense_perception.core.settings_table import PARAMS_BY_NAME
+    from dense_perception.core.settings.table import PARAMS_BY_NAME
     path = DA3_TEST_MODEL if model == "da3" else TIPS_TEST_MODEL
     params = Params(harness_factory({"model_path": path}, subscribe=()))  # source: none
     for name, readers in SCALE_READERS.items():

@@ -15,7 +15,7 @@ from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.postprocess import INVALID_LABEL
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 from tools.reference import reference_points
 
 def encode(rgb8, encoding):

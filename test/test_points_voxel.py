@@ -10,7 +10,7 @@ import pytest
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.geometry.pointcloud import XYZ_DTYPE, XYZRGB_DTYPE, nearest_per_voxel
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 from support.common import TIPS_TEST_MODEL
 from support.model_truth import gradient_frame
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dense_perception.core.models import MODEL_SPECS
+from dense_perception.core.model.specs import MODEL_SPECS
 from dense_perception.core.preprocess import PIXEL_FORMATS, Preprocessor, pixel_format, to_rgb8
 from tools.reference import reference_preprocess
 

@@ -18,7 +18,7 @@ from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
                                 "frames and PyD-Net++; see docs/accuracy.md)")

@@ -23,7 +23,7 @@ from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.scale.estimators import reference_scale
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 SCALE = 1.5                      # metres per relative unit, the truth to recover
 TRUE, RELATIVE = cs.Dome(6.0), cs.Dome(6.0 / SCALE)

@@ -92,7 +92,7 @@ def test_parameter_descriptors_over_the_describe_service(context):
             names=["num_threads", "relative_depth_scale", "fit", "publish_depth"]))
         wait_until(future.done, TIMEOUT, "describe_parameters answer", executor)
         threads, scale, fit, publish = future.result().descriptors
-        # The values of core/settings_table.py's table, written out.
+        # The values of core/settings/table.py's table, written out.
         assert [(r.from_value, r.to_value, r.step) for r in threads.integer_range] == \
             [(-1, 256, 1)]
         assert not threads.floating_point_range

@@ -10,8 +10,8 @@ from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, gpu_probe, hardware_
 from dense_perception.core.backends.runner import ModelLoadError, litert_version, open_runner
 from dense_perception.core.backends.runner_base import CompiledModelRunner, InterpreterRunner
 from dense_perception.core.backends.runner import BackendConfig
-from dense_perception.core.setting_row import SettingError
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.row import SettingError
+from dense_perception.core.settings.table import Settings
 
 LITERT_2 = not litert_version().startswith("1.")
 

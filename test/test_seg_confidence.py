@@ -11,7 +11,7 @@ from support.model_truth import tips_seg_confidence_of
 from dense_perception.core import postprocess as post
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,13 +10,13 @@ import pytest
 
 from support.common import DA3_TEST_MODEL, GRAPH_TIMEOUT, TIPS_TEST_MODEL, run_cli
 
-from dense_perception.core.depth_model import DepthOptions
+from dense_perception.core.model.depth_network import DepthOptions
 from dense_perception.core.scale.metric_scale import ScaleConfig
-from dense_perception.core.setting_row import SettingError
-from dense_perception.core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
+from dense_perception.core.settings.row import SettingError
+from dense_perception.core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig
-from dense_perception.core.settings import (SCALE_FIELDS, backend_config, depth_options,
+from dense_perception.core.settings.derived import (SCALE_FIELDS, backend_config, depth_options,
                                             pipeline_config, scale_config)
 from dense_perception.offline.cli import build_parser
 from dense_perception.offline.settings_args import OFFLINE

@@ -28,7 +28,7 @@ def test_the_opencv_shim_does_block_opencv():
 
 @pytest.mark.timeout(120)
 def test_the_settings_table_imports_no_backend_and_no_opencv():
-    out = _run("import dense_perception.core.settings_table\n"
+    out = _run("import dense_perception.core.settings.table\n"
                "print('\\n'.join(sorted(sys.modules)))\n")
     assert out.returncode == 0, f"the settings table needs OpenCV:\n{out.stderr}"
     loaded = out.stdout.split()

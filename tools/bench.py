@@ -24,10 +24,10 @@ import numpy as np
 
 from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.models import MODEL_SPECS
+from dense_perception.core.model.specs import MODEL_SPECS
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 from dense_perception.core.geometry.pointcloud import depth_to_points
 from tools.reference import reference_points
 from tools.bench_cameras import camera_rates, load_memory, node_memory
@@ -302,7 +302,7 @@ def bench_node(model_path: str, threads: int, seconds: float, runs: int, rounds:
 NPU_LOAD_PROBE = """
 import sys, time
 from dense_perception.core.backends.npu_runner import open_npu_runner
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 start = time.perf_counter()
 runner = open_npu_runner(sys.argv[1], "intel_openvino", sys.argv[2], sys.argv[3], log=print)
 load = time.perf_counter() - start

@@ -26,7 +26,7 @@ from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.geometry.pointcloud import nearest_per_voxel
 from dense_perception.core.products import COMPRESSED, compress_product
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 from tools.bench import median_ms
 from tools.scene import make_sample_scene, scene_intrinsics
 

@@ -37,8 +37,8 @@ from dense_perception.core.conversions import cloud_to_points, image_msg_to_arra
 from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS, available_groups
 from dense_perception.offline.fileio import write_ply
 from dense_perception.ros.messages import MESSAGE_CLASSES, intrinsics_to_camera_info
-from dense_perception.core.models import ModelSignatureError, ModelSpec
-from dense_perception.core.model_detection import detect_model_spec
+from dense_perception.core.model.specs import ModelSignatureError, ModelSpec
+from dense_perception.core.model.detection import detect_model_spec
 from dense_perception.core.backends.runner import ModelLoadError, check_model_file, resolve_model_path
 from tools.node_process import NodeProcess
 from tools.ros_client import FRAME_ID, LEVEL_NAMES, ScenePlayer, decode_status, node_status

@@ -36,7 +36,7 @@ from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, SOURCES, available, depth_errors,
                                floor_plane, oracle_scale, sparse_reference)
 

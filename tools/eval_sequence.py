@@ -177,7 +177,7 @@ def sequence_section(base: DensePipeline, folder: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from dense_perception.core.pipeline import load_pipeline
-    from dense_perception.core.settings_table import Settings
+    from dense_perception.core.settings.table import Settings
     from tools.real_scenes import PYDNET
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sequence", type=Path, required=True)

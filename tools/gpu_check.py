@@ -17,7 +17,7 @@ import numpy as np
 from dense_perception.core.backends.gpu_runner import GpuProcessRunner
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import Request
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 # The cards' GPU-vs-CPU agreement (shared/model-cards): DA3-Small on an Adreno/Mali GPU vs
 # XNNPACK, TIPSv2-B14-DPT likewise.

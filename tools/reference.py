@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.core.models import ModelSpec
+from dense_perception.core.model.specs import ModelSpec
 
 
 def reference_points(depth: np.ndarray, k: Intrinsics, max_depth: float = float("inf")

@@ -20,15 +20,15 @@ from .scale.estimators import on_model_grid
 from .scale.metric_scale import (DepthScaler, ScaleReport,
                                  fixed_scale_report, relative_output_problem,
                                  scale_is_estimated, withholds_depth)
-from .models import CONFIDENCE_KIND, ModelSpec
-from .model_detection import detect_model_spec
+from .model.specs import CONFIDENCE_KIND, ModelSpec
+from .model.detection import detect_model_spec
 from .geometry.pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
 from .geometry.rectify import Rectifier
 from .backends.runner import Runner, check_model_file, open_runner
 from .backends.runner_base import Log
-from .settings import backend_config, depth_options, pipeline_config
-from .settings_table import Settings
+from .settings.derived import backend_config, depth_options, pipeline_config
+from .settings.table import Settings
 from .timing import StageTimer
 from .frame_data import PipelineConfig, Products, RawFrame, Request
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from .models import ModelSpec
+from .model.specs import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
                                     given_mountings, transform_matrix)
 from ..core.motion.pose import invert
-from ..core.settings_table import Settings
+from ..core.settings.table import Settings
 from .bagio import BagError, BagInput, one_line
 from .console import CliError, warn
 from .settings_args import OFFLINE

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..core.allocator import keep_freed_memory
-from ..core.models import MODEL_TYPES, ModelSignatureError
+from ..core.model.specs import MODEL_TYPES, ModelSignatureError
 from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info

@@ -1,6 +1,6 @@
 """``dense-perception process`` refuses a flag that would do nothing in this run (exit 2, one
 line naming the flag and why), by the settings table's one relevance rule
-(``core/setting_relevance.py``, shared with the node) and, for the command's own bag options,
+(``core/settings/relevance.py``, shared with the node) and, for the command's own bag options,
 the input's kind. Only typed flags count: argparse gives None for one not typed.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..core.models import ModelSpec
-from ..core.setting_relevance import INPUT_WORDS, Where, ignored_settings
-from ..core.settings_table import Settings
+from ..core.model.specs import ModelSpec
+from ..core.settings.relevance import INPUT_WORDS, Where, ignored_settings
+from ..core.settings.table import Settings
 from .console import CliError
 from .process_options import BAG_ONLY, ProcessOptions
 from .settings_args import OFFLINE

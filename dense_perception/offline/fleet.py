@@ -44,7 +44,7 @@ from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,
                          run_one, with_attempt)
 from .process import ModelSession, input_kind
 from .process_options import GLOB, ProcessOptions
-from ..core.settings_table import PARAMS, Settings
+from ..core.settings.table import PARAMS, Settings
 
 FLEET_JSON, FLEET_CSV = "fleet_summary.json", "fleet_summary.csv"
 CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "seconds",

@@ -36,7 +36,7 @@ from typing import Any, Callable
 from .console import CliError, warn
 from .fleet_jobs import job_row, with_attempt
 from .process_options import ProcessOptions
-from ..core.settings_table import Settings
+from ..core.settings.table import Settings
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 

@@ -8,12 +8,12 @@ import statistics
 import time
 from typing import Any
 
-from ..core.models import ModelSignatureError, format_signature
-from ..core.model_detection import detect_model_spec
+from ..core.model.specs import ModelSignatureError, format_signature
+from ..core.model.detection import detect_model_spec
 from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.backends.runner import (BackendConfig, ModelLoadError, check_model_file,
                                     litert_version, model_io, open_runner, resolve_model_path)
-from ..core.tflite_file import TensorInfo
+from ..core.model.tflite_file import TensorInfo
 from .console import EXIT_OK, CliError
 
 

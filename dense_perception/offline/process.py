@@ -16,16 +16,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.models import ModelSpec
-from ..core.model_detection import detect_model_spec
+from ..core.model.specs import ModelSpec
+from ..core.model.detection import detect_model_spec
 from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.products import OUTPUT_GROUPS, available_groups, request_for
 from ..core.backends.runner import (ModelLoadError, check_model_file, litert_version,
                                     resolve_model_path)
-from ..core.settings import (compression_config, default_confidence, depth_options,
+from ..core.settings.derived import (compression_config, default_confidence, depth_options,
                              depth_units_problem, estimates_scale, scale_config)
-from ..core.settings_table import Settings
+from ..core.settings.table import Settings
 from ..core.timing import StageTimer
 from .camera_yaml import load_camera_info_yaml
 from .console import PROG, CliError, warn
@@ -103,7 +103,7 @@ class ModelSession:
         self.options, self.overlap = options, overlap
         self.model_path = resolve_model_path(settings.model_path)
         signature = check_model_file(self.model_path)
-        # What the settings give each part, made once (core/settings.py).
+        # What the settings give each part, made once (core/settings/derived.py).
         depth = depth_options(settings)
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, settings.model_type,

@@ -1,5 +1,5 @@
 """The options of ``dense-perception process`` that are the command's own, not the node's
-settings (those are a :class:`~dense_perception.core.settings_table.Settings`): what to read,
+settings (those are a :class:`~dense_perception.core.settings.table.Settings`): what to read,
 where to write, which outputs, and how to run many inputs.
 
 cli.py makes one :class:`ProcessOptions` from the parsed command line, checked, and hands it

@@ -2,7 +2,7 @@
 per input.
 
 Kept apart from cli.py so the command only hooks them in. The scale settings are checked once
-per run (``core/settings.py``: :func:`~dense_perception.core.settings.depth_units_problem`,
+per run (``core/settings/derived.py``: :func:`~dense_perception.core.settings.derived.depth_units_problem`,
 from the :class:`~dense_perception.offline.process.ModelSession`); here each input gets its
 scaler from the run's :class:`ScaleConfig`. The estimation itself is
 :mod:`dense_perception.core.scale.metric_scale`, the same code the node runs.

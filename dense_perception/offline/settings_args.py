@@ -1,6 +1,6 @@
 """The offline command's flags for the node's settings, generated from the settings table.
 
-Each setting with an ``offline`` flag (:data:`dense_perception.core.settings_table.PARAMS`)
+Each setting with an ``offline`` flag (:data:`dense_perception.core.settings.table.PARAMS`)
 gets that flag with the node's default, type, choices and range (checked once, when
 :func:`settings_from_args` makes the run's :class:`Settings`, in the same words as the node but
 naming the flag), so ``dense-perception process`` and the node cannot drift apart. Booleans are
@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.setting_names import Syntax
-from ..core.setting_row import ParamSpec, SettingError
-from ..core.settings import compressed_depth_problem
-from ..core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
+from ..core.settings.names import Syntax
+from ..core.settings.row import ParamSpec, SettingError
+from ..core.settings.derived import compressed_depth_problem
+from ..core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from .console import CliError
 
 HAND_WRITTEN = ("model_path", "depth_encoding")

@@ -17,8 +17,8 @@ from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.motion.camera_motion import CameraMotion, motion_config, motion_diagnostics
 from ..core.scale.metric_scale import (DepthScaler, fixed_scale_report, scale_diagnostics)
 from ..core.scale.reference_window import ReferenceWindow
-from ..core.settings import scale_config
-from ..core.settings_table import Settings
+from ..core.settings.derived import scale_config
+from ..core.settings.table import Settings
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
 from .compat import GraphWatch

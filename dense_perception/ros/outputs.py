@@ -9,8 +9,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from ..core.compressed import CompressionConfig
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
-from ..core.settings import publishes
-from ..core.settings_table import Settings
+from ..core.settings.derived import publishes
+from ..core.settings.table import Settings
 from ..core.timing import RateMeter, StageTimer
 from . import messages
 from .compat import GraphWatch, overridable

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rcl_interfaces.msg import SetParametersResult
 
-from ..core.settings_table import Settings
+from ..core.settings.table import Settings
 from .compat import add_parameter_callbacks
 from .parameters import changed_values, check_changes, declare_parameters, node_settings
 

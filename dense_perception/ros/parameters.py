@@ -1,4 +1,4 @@
-"""Declaring and checking the node's parameters (the table: ``core/settings_table.py``); the
+"""Declaring and checking the node's parameters (the table: ``core/settings/table.py``); the
 node's glue between ROS parameters and the typed :class:`Settings`.
 
 Restart-only parameters are declared ``read_only`` (``ros2 param describe`` shows it and rclpy
@@ -18,12 +18,12 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
-from ..core.models import ModelSpec
-from ..core.setting_relevance import Where, given_at_start, ignored_settings
-from ..core.setting_row import ParamSpec, SettingError
-from ..core.settings import (camera_heights_problem, compressed_depth_problem,
+from ..core.model.specs import ModelSpec
+from ..core.settings.relevance import Where, given_at_start, ignored_settings
+from ..core.settings.row import ParamSpec, SettingError
+from ..core.settings.derived import (camera_heights_problem, compressed_depth_problem,
                              default_confidence, depth_units_problem, ignored_camera_height)
-from ..core.settings_table import PARAMS, PARAMS_BY_NAME, Settings
+from ..core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from .compat import parameter_descriptor
 
 RESTART_NOTE = " Read-only: set it in the config YAML (or -p name:=value) and restart the node."
@@ -96,7 +96,7 @@ def node_where(spec: ModelSpec) -> Where:
 def ignored_at_start(log: Any, settings: Settings, spec: ModelSpec,
                      confidence_note: str = "") -> tuple[str, ...]:
     """Log one WARN per setting the node was given (off its default) that does nothing with
-    this model (``core/setting_relevance.py``), and ``confidence_note`` (the file has no
+    this model (``core/settings/relevance.py``), and ``confidence_note`` (the file has no
     confidence output) at WARN when the user asked for the filter, at INFO for the default;
     the ignored settings' reasons, for /diagnostics."""
     ignored = ignored_settings(settings, given_at_start(settings), node_where(spec))

@@ -27,14 +27,14 @@ from ..core.conversions import (BadImageError, compressed_to_array, image_msg_to
 from ..core.scheduling.newest_slots import NewestSlots
 from ..core.scale.metric_scale import RESTARTED
 from ..core.scale.estimators import reference_to_metres
-from ..core.models import ModelSignatureError
-from ..core.settings_table import MODEL_STATUS, Settings, camera_names
+from ..core.model.specs import ModelSignatureError
+from ..core.settings.table import MODEL_STATUS, Settings, camera_names
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.frame_data import RawFrame
 from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
-from ..core.settings import (camera_heights, camera_heights_problem, compression_config,
+from ..core.settings.derived import (camera_heights, camera_heights_problem, compression_config,
                              depth_units_problem, estimates_scale, pipeline_config)
 from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage

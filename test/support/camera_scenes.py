@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from support.model_truth import DA3_BIAS, DA3_WEIGHTS, MEAN, STD
-from dense_perception.core.settings_table import Settings
+from dense_perception.core.settings.table import Settings
 
 # Depth = bias + w . (r, g, b) with colours in [0, 1] (models/README.md).
 TIPS_DEPTH = ((2.0, 1.0, 0.5), 0.5)

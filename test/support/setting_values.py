@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dense_perception.core.setting_row import ParamSpec
+from dense_perception.core.settings.row import ParamSpec
 from dense_perception.offline.settings_args import DEPTH_FORMATS
 
 

@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..setting_values import CPU_PRECISIONS
+from ..settings.values import CPU_PRECISIONS
 
 MIN_FP16_CORR = 0.999
 

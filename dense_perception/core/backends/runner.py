@@ -27,9 +27,9 @@ from typing import Any
 from .cpu_precision import open_cpu_runner
 from .runner_base import (BACKENDS, InterpreterRunner, Log, ModelLoadError, Runner,
                           default_num_threads, litert_version)
-from ..model_io import ModelIO, ModelIOError, check_model_io
-from ..models import format_signature
-from ..tflite_file import CorruptModelError, TfliteSignature, read_signature
+from ..model.tensors import ModelIO, ModelIOError, check_model_io
+from ..model.specs import format_signature
+from ..model.tflite_file import CorruptModelError, TfliteSignature, read_signature
 
 
 def resolve_model_path(model_path: str) -> str:
@@ -54,7 +54,7 @@ def check_model_file(model_path: str, check_io: bool = True) -> TfliteSignature:
     """The file's signature; ModelLoadError with a fix when ``model_path`` is missing,
     unreadable, not a .tflite or damaged (before LiteRT, which may crash on a damaged file),
     or (``check_io``) when its inputs or outputs cannot be read right: a dtype, quantisation
-    or dynamic size :func:`~..model_io.check_model_io` refuses."""
+    or dynamic size :func:`~..model.tensors.check_model_io` refuses."""
     path = Path(model_path)
     hint = ("Put the model file there (see models/README.md for where the real files come "
             "from) or set the model_path parameter")
@@ -82,7 +82,7 @@ def check_model_file(model_path: str, check_io: bool = True) -> TfliteSignature:
 
 
 def model_io(signature: TfliteSignature, model_path: str) -> ModelIO:
-    """:func:`~..model_io.check_model_io` of the file, its refusal as ModelLoadError."""
+    """:func:`~..model.tensors.check_model_io` of the file, its refusal as ModelLoadError."""
     try:
         return check_model_io(signature, f"model file '{model_path}'")
     except ModelIOError as exc:
@@ -91,7 +91,7 @@ def model_io(signature: TfliteSignature, model_path: str) -> ModelIO:
 
 @dataclass(frozen=True)
 class BackendConfig:
-    """Where and how the model runs: the settings of the same names (``core/settings.py``
+    """Where and how the model runs: the settings of the same names (``core/settings/derived.py``
     builds it; each value is checked there, in the settings table)."""
 
     backend: str = "auto"          # auto | gpu | cpu | npu
@@ -133,7 +133,7 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
                                          config.gpu_timeout, config.gpu_max_restarts)
     if backend in ("auto", "gpu"):
         from .gpu_runner import open_gpu_runner
-        from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
+        from ..settings.values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
         runner, fallback_note = open_gpu_runner(
             model_path, backend, config.gpu_precision, log, warn or log,
             GPU_TIMEOUT_S if config.gpu_timeout is None else config.gpu_timeout,

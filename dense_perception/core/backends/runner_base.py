@@ -15,8 +15,8 @@ from typing import Callable, Protocol
 import numpy as np
 
 from .model_pages import release_file_pages
-from ..setting_values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
-from ..model_io import FLOAT32, details_codec
+from ..settings.values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
+from ..model.tensors import FLOAT32, details_codec
 
 Log = Callable[[str], None]
 
@@ -133,7 +133,7 @@ class InterpreterRunner(RunnerBase):
         self._input = self._interpreter.tensor(inputs[0]["index"])
         self._outputs = [self._interpreter.tensor(t["index"]) for t in outputs]
         # Quantised or float16 I/O: the caller writes and reads float32 all the same (the
-        # file's own scale and zero point, :mod:`..model_io`); float32 stays zero-copy.
+        # file's own scale and zero point, :mod:`..model.tensors`); float32 stays zero-copy.
         self._in_codec = details_codec(inputs[0])
         self._out_codecs = [details_codec(t) for t in outputs]
         self._staging = None if self._in_codec == FLOAT32 else \

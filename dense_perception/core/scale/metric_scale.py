@@ -34,7 +34,7 @@ from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
 from .estimators import Estimate, ground_plane_scale, reference_scale
 from .scale_filter import ScaleFilter
-from ..setting_names import NODE, Syntax
+from ..settings.names import NODE, Syntax
 
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth", "motion")
 

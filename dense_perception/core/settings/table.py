@@ -1,14 +1,14 @@
 """The settings table, as a typed object: every setting is a field of :class:`Settings` with its
 type, default, allowed values or range, runtime or restart-only, unit, description and the
 offline command's flag (its :class:`ParamSpec` row). ROS-free, and low in the package: it
-imports no backend and no OpenCV (the allowed values live below it, in :mod:`.setting_values`).
+imports no backend and no OpenCV (the allowed values live below it, in :mod:`.values`).
 
 The one source for both front ends: the node declares its parameters from :data:`PARAMS`
 (``ros/parameters.py``), ``dense-perception process`` generates its flags from it
 (``offline/settings_args.py``), ``docs/parameters.md`` is generated from it (``make docs``),
 and both front ends make one :class:`Settings` of their values. A Settings is checked when it is
 made (each value against its row, once); the rules between settings and the configurations
-built from them (pipeline, scale, backend) are in ``core/settings.py``.
+built from them (pipeline, scale, backend) are in ``core/settings/derived.py``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-from .geometry.pointcloud import voxel_size_problem
-from .depth_model import mean_std_problem
-from .models import MODEL_TYPES
-from .motion.odometry import mountings_problem
-from .setting_names import NODE, Syntax
-from .setting_row import ParamSpec, SettingError, setting
-from .setting_values import (BACKENDS, CPU_PRECISIONS, DEPTH_ENCODINGS, DEPTH_OUTPUT_KINDS,
+from ..geometry.pointcloud import voxel_size_problem
+from ..model.depth_network import mean_std_problem
+from ..model.specs import MODEL_TYPES
+from ..motion.odometry import mountings_problem
+from .names import NODE, Syntax
+from .row import ParamSpec, SettingError, setting
+from .values import (BACKENDS, CPU_PRECISIONS, DEPTH_ENCODINGS, DEPTH_OUTPUT_KINDS,
                              FIT_MODES, GPU_MAX_RESTARTS, GPU_PRECISIONS, GPU_TIMEOUT_S,
                              NORMALIZATIONS, NPU_VENDORS, OPENVINO_DEVICES, OUTPUT_RESOLUTIONS,
                              SCALE_SOURCES)

@@ -1,4 +1,4 @@
-"""One row of the settings table (:mod:`.settings_table`): a setting's default, description,
+"""One row of the settings table (:mod:`.table`): a setting's default, description,
 allowed values or range, unit, runtime or restart-only and offline flag, and its check."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .setting_names import NODE, Syntax
+from .names import NODE, Syntax
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,6 @@ class SettingError(ValueError):
 
 
 def setting(default: Any, description: str, **row: Any) -> Any:
-    """A field of :class:`~.settings_table.Settings`: its default (a list is held as a tuple) and its row."""
+    """A field of :class:`~.table.Settings`: its default (a list is held as a tuple) and its row."""
     held = tuple(default) if isinstance(default, list) else default
     return field(default=held, metadata={"row": ParamSpec("", default, description, **row)})

@@ -1,5 +1,5 @@
 """Which model a file is: DA3 and TIPSv2 by their signatures and what else the file shows
-(``model_type: auto``, :mod:`.model_evidence`), or the kind the settings force, ``depth``
+(``model_type: auto``, :mod:`.evidence`), or the kind the settings force, ``depth``
 included (never chosen by ``auto``)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from .depth_model import DepthOptions, depth_model_spec, depth_suggestion
-from .model_evidence import CARD_FILE, DA3_OTHER_SOURCE, ambiguity_hint, evidence_for
-from .models import (DEPTH_TYPE, MODEL_SPECS, MODEL_TYPES, ModelSignatureError, ModelSpec,
+from .depth_network import DepthOptions, depth_model_spec, depth_suggestion
+from .evidence import CARD_FILE, DA3_OTHER_SOURCE, ambiguity_hint, evidence_for
+from .specs import (DEPTH_TYPE, MODEL_SPECS, MODEL_TYPES, ModelSignatureError, ModelSpec,
                      da3_variant, matches_signature, format_signature)
 from .tflite_file import TfliteSignature
 
@@ -23,10 +23,10 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
 
     ``output_names`` (the file's, in output order; see ``TfliteSignature.output_names``) tell
     DA3's depth from its confidence when both are there; without them the order does.
-    ``depth``: the :class:`~.depth_model.DepthOptions` of ``model_type`` 'depth' (None: the
+    ``depth``: the :class:`~.depth_network.DepthOptions` of ``model_type`` 'depth' (None: the
     defaults). ``file``: the file's :class:`~.tflite_file.TfliteSignature` (its names,
     description, size, path), where ``auto`` finds what shows the model beyond its shapes
-    (:mod:`.model_evidence`); the spec's ``evidence`` says what matched.
+    (:mod:`.evidence`); the spec's ``evidence`` says what matched.
 
     Raises ModelSignatureError naming the file's signature and every supported one, or, under
     ``auto``, for shapes that fit DA3 or TIPSv2 with nothing else in the file to show it.

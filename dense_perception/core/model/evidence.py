@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from .models import ModelSpec, confidence_position
+from .specs import ModelSpec, confidence_position
 from .tflite_file import TfliteSignature
 
 Shape = tuple[int, ...]

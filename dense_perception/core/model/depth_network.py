@@ -1,6 +1,6 @@
 """Any single-image depth network (``model_type: depth``): its spec, from the file and settings.
 
-DA3 and TIPSv2 are known by their signatures (:mod:`.models`). Other monocular depth networks
+DA3 and TIPSv2 are known by their signatures (:mod:`.specs`). Other monocular depth networks
 (PyD-Net++, MiDaS, Depth Anything V2 exports, ...) do not say in their files how their input is
 normalised or which output is depth, so the settings declare it (``input_normalization``,
 ``input_mean``, ``input_std``, ``depth_output``, ``depth_output_kind``) and the file gives the
@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from .models import DEPTH_TYPE, ModelSignatureError, ModelSpec, OutputSpec, format_signature
-from .setting_names import NODE, Syntax
+from .specs import DEPTH_TYPE, ModelSignatureError, ModelSpec, OutputSpec, format_signature
+from ..settings.names import NODE, Syntax
 
 Shape = tuple[int, ...]
 
@@ -28,7 +28,7 @@ UNUSED = "unused"  # the kind of a depth model's other outputs
 @dataclass(frozen=True)
 class DepthOptions:
     """How to read a depth model (the settings of the same names, checked in the settings
-    table; ``core/settings.py`` builds it)."""
+    table; ``core/settings/derived.py`` builds it)."""
 
     input_normalization: str = "unit"
     input_mean: tuple[float, ...] = (0.0, 0.0, 0.0)  # custom: in units of RGB/255

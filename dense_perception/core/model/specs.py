@@ -76,7 +76,7 @@ def format_signature(input_shapes: Sequence[Sequence[int]],
 
 
 def _load_specs() -> dict[str, ModelSpec]:
-    text = resources.files("dense_perception.core").joinpath("data/models.json").read_text()
+    text = resources.files("dense_perception.core.model").joinpath("data/models.json").read_text()
     specs = {}
     for kind, d in json.loads(text).items():
         inp = d["input"]

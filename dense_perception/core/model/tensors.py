@@ -1,7 +1,7 @@
 """What a model file's input and output tensors hold, and how a runner turns them into float32.
 
 Checked once per file, at load, before anything runs, by every front end and every backend
-(:func:`check_model_io`; :func:`~.backends.runner.check_model_file` calls it):
+(:func:`check_model_io`; :func:`~..backends.runner.check_model_file` calls it):
 
 * dtypes: float32 passes; float16 is cast; uint8, int8 and int16 with one scale and zero point
   (per-tensor quantisation) are quantised on the way in, ``q = round(x / scale) + zero_point``
@@ -15,7 +15,7 @@ Checked once per file, at load, before anything runs, by every front end and eve
   than run at 1x1.
 
 The CompiledModel backends (GPU, NPU, fp16 CPU) are fed float32 only: a file with other I/O
-runs on the XNNPACK Interpreter (:mod:`.backends.runner` decides, in one place).
+runs on the XNNPACK Interpreter (:mod:`..backends.runner` decides, in one place).
 """
 
 from __future__ import annotations

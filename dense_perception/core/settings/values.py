@@ -1,6 +1,6 @@
 """The allowed values of the choice settings, and the GPU worker's default limits.
 
-The settings table (:mod:`.settings_table`) shows them and the parts that act on them (fit,
+The settings table (:mod:`.table`) shows them and the parts that act on them (fit,
 metric scale, depth model, backends, products) check against them. They live here, below both, so that the table imports no backend and no OpenCV (``make docs``
 runs without either). This module imports nothing of the package.
 """

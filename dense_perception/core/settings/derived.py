@@ -1,4 +1,4 @@
-"""From the checked :class:`~.settings_table.Settings` to the configuration of each part that
+"""From the checked :class:`~.table.Settings` to the configuration of each part that
 uses them (pipeline, metric scale, backend, depth model, compressed topics), and the rules
 between settings. The node and ``dense-perception process`` both go through here, so the two
 front ends cannot map a setting differently.
@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import fields, replace
 
-from .backends.runner import BackendConfig
-from .compressed import CompressionConfig, representable_depth
-from .depth_model import DepthOptions
-from .frame_data import PipelineConfig
-from .products import OutputGroup
-from .scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
-from .setting_names import NODE, Syntax
-from .settings_table import PARAMS_BY_NAME, Settings, camera_names
+from ..backends.runner import BackendConfig
+from ..compressed import CompressionConfig, representable_depth
+from ..model.depth_network import DepthOptions
+from ..frame_data import PipelineConfig
+from ..products import OutputGroup
+from ..scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
+from .names import NODE, Syntax
+from .table import PARAMS_BY_NAME, Settings, camera_names
 
 # The ScaleConfig field each setting fills (PipelineConfig's and DepthOptions' fields are named
 # after their settings); test_settings checks that every field has a setting.
