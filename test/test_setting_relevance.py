@@ -15,7 +15,7 @@ from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, run_cli
 from support.setting_values import other_value
 
 from dense_perception.core.settings.relevance import (SCOPE, Where, given_at_start,
-                                                     ignored_settings, why_ignored)
+                                                      ignored_settings, why_ignored)
 from dense_perception.core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 
 pytestmark = pytest.mark.timeout(120)

@@ -309,17 +309,22 @@ def confidence_to_mono8(probability: np.ndarray) -> np.ndarray:
     return np.rint(np.clip(scaled, 0.0, 255.0)).astype(np.uint8)
 
 
+def _model_data(name: str) -> str:
+    """A data file of the models (``core/model/data/``): the segmentation head's class names and colours."""
+    return resources.files("dense_perception.core.model").joinpath("data", name).read_text()
+
+
 @lru_cache(maxsize=1)
 def ade20k_class_names() -> tuple[str, ...]:
     """The 150 ADE20K class names, index = label id."""
-    text = resources.files("dense_perception.core.model").joinpath("data/ade20k_classes.txt").read_text()
+    text = _model_data("ade20k_classes.txt")
     return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
 @lru_cache(maxsize=1)
 def ade20k_palette() -> np.ndarray:
     """256 x 3 uint8 RGB palette: the standard ADE20K colours, black for unused ids (255)."""
-    text = resources.files("dense_perception.core.model").joinpath("data/ade20k_palette.csv").read_text()
+    text = _model_data("ade20k_palette.csv")
     rows = [tuple(int(v) for v in line.split(",")) for line in text.splitlines() if line.strip()]
     palette = np.zeros((256, 3), np.uint8)
     palette[:len(rows)] = rows

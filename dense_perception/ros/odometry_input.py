@@ -23,7 +23,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
-                                     given_mountings, transform_matrix)
+                                    given_mountings, transform_matrix)
 from ..core.settings.table import Settings
 from .parameters import StartupError
 

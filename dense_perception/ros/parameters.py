@@ -22,7 +22,7 @@ from ..core.model.specs import ModelSpec
 from ..core.settings.relevance import Where, given_at_start, ignored_settings
 from ..core.settings.row import ParamSpec, SettingError
 from ..core.settings.derived import (camera_heights_problem, compressed_depth_problem,
-                             default_confidence, depth_units_problem, ignored_camera_height)
+                                     default_confidence, depth_units_problem, ignored_camera_height)
 from ..core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from .compat import parameter_descriptor
 

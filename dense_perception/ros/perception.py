@@ -35,7 +35,7 @@ from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
 from ..core.settings.derived import (camera_heights, camera_heights_problem, compression_config,
-                             depth_units_problem, estimates_scale, pipeline_config)
+                                     depth_units_problem, estimates_scale, pipeline_config)
 from ..core.timing import RateMeter
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel

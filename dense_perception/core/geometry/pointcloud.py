@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 import cv2
 import numpy as np
 
 from .intrinsics import Intrinsics
 from ..preprocess import PIXEL_FORMATS, to_colour_words
+from ..settings.values import MIN_VOXEL_SIZE
 
 XYZ_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32)])
 XYZRGB_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32),
                          ("rgb", np.float32)])
-# The smallest voxel edge (m): finer than a millimetre thins nothing a depth network can tell
-# apart, and an edge that underflows float32 (1e-300) would put every point in one cube.
-MIN_VOXEL_SIZE = 0.001
-
-
-def voxel_size_problem(value: float, syntax: Any) -> str | None:
-    """Why ``value`` is not a voxel edge (0 = off, else at least :data:`MIN_VOXEL_SIZE`)."""
-    if 0 < value < MIN_VOXEL_SIZE:
-        return (f"{syntax.name('points_voxel_size')} must be 0 (off) or >= {MIN_VOXEL_SIZE:g} m, "
-                f"got {value:g}")
-    return None
 
 
 @lru_cache(maxsize=8)

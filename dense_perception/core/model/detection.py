@@ -10,7 +10,7 @@ from typing import Sequence
 from .depth_network import DepthOptions, depth_model_spec, depth_suggestion
 from .evidence import CARD_FILE, DA3_OTHER_SOURCE, ambiguity_hint, evidence_for
 from .specs import (DEPTH_TYPE, MODEL_SPECS, MODEL_TYPES, ModelSignatureError, ModelSpec,
-                     da3_variant, matches_signature, format_signature)
+                    da3_variant, matches_signature, format_signature)
 from .tflite_file import TfliteSignature
 
 

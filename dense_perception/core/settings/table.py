@@ -17,16 +17,15 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-from ..geometry.pointcloud import voxel_size_problem
 from ..model.depth_network import mean_std_problem
 from ..model.specs import MODEL_TYPES
 from ..motion.odometry import mountings_problem
 from .names import NODE, Syntax
 from .row import ParamSpec, SettingError, setting
 from .values import (BACKENDS, CPU_PRECISIONS, DEPTH_ENCODINGS, DEPTH_OUTPUT_KINDS,
-                             FIT_MODES, GPU_MAX_RESTARTS, GPU_PRECISIONS, GPU_TIMEOUT_S,
-                             NORMALIZATIONS, NPU_VENDORS, OPENVINO_DEVICES, OUTPUT_RESOLUTIONS,
-                             SCALE_SOURCES)
+                     FIT_MODES, GPU_MAX_RESTARTS, GPU_PRECISIONS, GPU_TIMEOUT_S,
+                     NORMALIZATIONS, NPU_VENDORS, OPENVINO_DEVICES, OUTPUT_RESOLUTIONS,
+                     SCALE_SOURCES, voxel_size_problem)
 
 INPUT_QOS = ("auto", "sensor_data", "reliable")
 MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)

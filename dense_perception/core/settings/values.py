@@ -1,11 +1,15 @@
-"""The allowed values of the choice settings, and the GPU worker's default limits.
+"""The allowed values of the choice settings, the limits of a few ranges and their checks, and
+the GPU worker's default limits.
 
-The settings table (:mod:`.table`) shows them and the parts that act on them (fit,
-metric scale, depth model, backends, products) check against them. They live here, below both, so that the table imports no backend and no OpenCV (``make docs``
-runs without either). This module imports nothing of the package.
+The settings table (:mod:`.table`) shows them and the parts that act on them (fit, metric
+scale, depth model, backends, products, the point cloud) check against them. They live here,
+below both, so that the table imports no backend and no OpenCV (``make docs`` runs without
+either). This module imports nothing of the package.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 # Fitting the camera frame to the model's input (geometry/fit.py) and the outputs' grid.
 FIT_MODES = ("crop", "stretch", "rotate")
@@ -14,7 +18,7 @@ OUTPUT_RESOLUTIONS = ("model", "input")
 # Where relative depth's metres come from (scale/metric_scale.py).
 SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth", "motion")
 
-# How a ``model_type: depth`` file reads its input and output (depth_model.py).
+# How a ``model_type: depth`` file reads its input and output (model/depth_network.py).
 NORMALIZATIONS = ("unit", "imagenet", "custom")
 DEPTH_OUTPUT_KINDS = ("depth", "inverse_depth")
 
@@ -29,3 +33,16 @@ GPU_MAX_RESTARTS = 3  # gpu_max_restarts: restarts in a row before the GPU count
 
 # The depth image's encodings (products.py): metres as float, or millimetres as uint16.
 DEPTH_ENCODINGS = ("32FC1", "16UC1")
+
+# The smallest voxel edge of the point cloud (m, geometry/pointcloud.py): finer than a
+# millimetre thins nothing a depth network can tell apart, and an edge that underflows float32
+# (1e-300) would put every point in one cube.
+MIN_VOXEL_SIZE = 0.001
+
+
+def voxel_size_problem(value: float, syntax: Any) -> str | None:
+    """Why ``value`` is not a voxel edge (0 = off, else at least :data:`MIN_VOXEL_SIZE`)."""
+    if 0 < value < MIN_VOXEL_SIZE:
+        return (f"{syntax.name('points_voxel_size')} must be 0 (off) or >= {MIN_VOXEL_SIZE:g} m, "
+                f"got {value:g}")
+    return None
