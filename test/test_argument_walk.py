@@ -13,8 +13,8 @@ from support.common import DA3_TEST_MODEL
 from tools.argument_walk import Call, Walk, walk
 
 MAX_RE_ENTRIES = 3
-COMMAND_LINE = {"dense_perception.offline." + m for m in ("cli", "settings_args",
-                                                          "process_options")}
+COMMAND_LINE = {"dense_perception.offline." + m for m in ("cli", "options.settings_args",
+                                                          "options.process_options")}
 
 
 def _images(folder, count):
@@ -30,7 +30,7 @@ def _check(result: Walk) -> None:
     assert result.exit_code == 0
     # the walk starts at the command line and reaches the model (the profile saw the run)
     assert result.visits[0] == "dense_perception.offline.cli"
-    assert {"dense_perception.offline.process", "dense_perception.core.pipeline"} <= \
+    assert {"dense_perception.offline.run.session", "dense_perception.core.pipeline"} <= \
         set(result.visits)
     assert result.re_entries <= MAX_RE_ENTRIES, " > ".join(result.visits)
     below = {c.module for c in result.calls if "Namespace" in c.carriers} - COMMAND_LINE
@@ -47,18 +47,18 @@ def test_one_image(tmp_path):
 @pytest.mark.timeout(120)
 def test_many_inputs_in_this_process(tmp_path):
     """The many-input path (an input list with one input: the code's path, walked once), then
-    three inputs: what the further two add is the per-input loop (fleet_jobs, then the input)
+    three inputs: what the further two add is the per-input loop (fleet/jobs.py, then the input)
     and nothing else."""
     images = _images(tmp_path, 3)
     (tmp_path / "list.txt").write_text(f"{images[0]}\n")
     one = walk(["process", "--inputs-from", str(tmp_path / "list.txt"), "--model",
                 DA3_TEST_MODEL, "--backend", "cpu", "--out", str(tmp_path / "one")])
     _check(one)
-    assert "dense_perception.offline.fleet" in one.visits
+    assert any(m.startswith("dense_perception.offline.fleet.") for m in one.visits)
     three = walk(["process", *map(str, images), "--model", DA3_TEST_MODEL, "--backend", "cpu",
                   "--out", str(tmp_path / "three")])
     assert three.exit_code == 0 and three.visits[:len(one.visits)] == one.visits
-    loop = ["dense_perception.offline.fleet_jobs", "dense_perception.offline.inputs"]
+    loop = ["dense_perception.offline.fleet.jobs", "dense_perception.offline.inputs.sources"]
     assert three.visits[len(one.visits):] == loop * 2, " > ".join(three.visits)
 
 

@@ -12,14 +12,15 @@ from support.bag_maker import read_bag
 from support.common import TIPS_TEST_MODEL, run_cli
 from support.motion_bags import CAMERA_IN_BASE, STAMP0, driving, write_motion_bag
 
-from dense_perception.offline.bag_motion import OdometryStream, frame_transform, static_frames
-from dense_perception.offline.bagio import BagInput
+from dense_perception.offline.inputs.bag_motion import (OdometryStream, frame_transform,
+                                                        static_frames)
+from dense_perception.offline.inputs.bag_io import BagReader
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def test_the_mounting_is_the_chain_of_static_transforms(tmp_path):
-    bag = BagInput(write_motion_bag(tmp_path / "b", [0.0], driving(-0.1, 0.1)))
+    bag = BagReader(write_motion_bag(tmp_path / "b", [0.0], driving(-0.1, 0.1)))
     try:
         tree = static_frames(bag)
     finally:

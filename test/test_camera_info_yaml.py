@@ -129,7 +129,7 @@ def test_the_rays_of_the_cloud_are_opencvs_undistorted_rays(tmp_path, capsys, de
                               "--points-min-confidence", "0", "--outputs", "depth,points",
                               "--no-points-rgb")
     assert code == 0, stderr
-    from dense_perception.offline.fileio import read_ply
+    from dense_perception.offline.inputs.file_io import read_ply
     cloud = read_ply(out / "points" / "a.ply")
     u = P[0] * cloud["x"] / cloud["z"] + P[2]
     v = P[5] * cloud["y"] / cloud["z"] + P[6]

@@ -21,11 +21,12 @@ pytest.importorskip("rosbags")
 
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 
-from dense_perception.offline import bagio, cli  # noqa: E402
+from dense_perception.offline import cli  # noqa: E402
+from dense_perception.offline.inputs import bag_io  # noqa: E402
 from dense_perception.core import conversions  # noqa: E402
-from dense_perception.offline.fileio import read_ply  # noqa: E402
+from dense_perception.offline.inputs.file_io import read_ply  # noqa: E402
 
-TS = bagio.TYPESTORE
+TS = bag_io.TYPESTORE
 
 from support.bag_maker import (COLOURS, H, STAMP0, T, W, frame_of, header,  # noqa: E402
                        image_msg, log_time, read_bag, tips_depth, tips_label, tips_normal,
@@ -53,13 +54,13 @@ def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
     msgs, types = read_bag(out)
     ns = "/cam"
     expected_types = {
-        "/cam/image_raw": bagio.IMAGE, "/cam/camera_info": bagio.CAMERA_INFO,
+        "/cam/image_raw": bag_io.IMAGE, "/cam/camera_info": bag_io.CAMERA_INFO,
         "/chatter": "std_msgs/msg/String",
-        f"{ns}/depth/image": bagio.IMAGE, f"{ns}/depth/camera_info": bagio.CAMERA_INFO,
-        f"{ns}/depth/colored": bagio.IMAGE, f"{ns}/normals/image": bagio.IMAGE,
-        f"{ns}/normals/colored": bagio.IMAGE, f"{ns}/segmentation/labels": bagio.IMAGE,
-        f"{ns}/segmentation/colored": bagio.IMAGE, f"{ns}/segmentation/classes": bagio.STRING,
-        f"{ns}/segmentation/confidence": bagio.IMAGE, f"{ns}/points": bagio.POINT_CLOUD2}
+        f"{ns}/depth/image": bag_io.IMAGE, f"{ns}/depth/camera_info": bag_io.CAMERA_INFO,
+        f"{ns}/depth/colored": bag_io.IMAGE, f"{ns}/normals/image": bag_io.IMAGE,
+        f"{ns}/normals/colored": bag_io.IMAGE, f"{ns}/segmentation/labels": bag_io.IMAGE,
+        f"{ns}/segmentation/colored": bag_io.IMAGE, f"{ns}/segmentation/classes": bag_io.STRING,
+        f"{ns}/segmentation/confidence": bag_io.IMAGE, f"{ns}/points": bag_io.POINT_CLOUD2}
     assert types == expected_types
     for topic in expected_types:
         assert len(msgs[topic]) == (1 if topic.endswith("classes") else 4), topic
@@ -153,11 +154,11 @@ def test_bag_file_input_without_camera_info_guesses_and_says_so(tmp_path, capsys
 def test_bad_frames_in_a_bag_are_skipped_with_a_warning(tmp_path, capsys):
     path = tmp_path / "in"
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        conn = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
-        w.write(conn, 1, TS.serialize_cdr(image_msg(0, COLOURS[0]), bagio.IMAGE))
-        bad = bagio.array_to_image(np.zeros((4, 4), np.uint16), "16UC1", header(1))
-        w.write(conn, 2, TS.serialize_cdr(bad, bagio.IMAGE))
-        w.write(conn, 3, TS.serialize_cdr(image_msg(2, COLOURS[2]), bagio.IMAGE))
+        conn = w.add_connection("/cam/image_raw", bag_io.IMAGE, typestore=TS)
+        w.write(conn, 1, TS.serialize_cdr(image_msg(0, COLOURS[0]), bag_io.IMAGE))
+        bad = bag_io.array_to_image(np.zeros((4, 4), np.uint16), "16UC1", header(1))
+        w.write(conn, 2, TS.serialize_cdr(bad, bag_io.IMAGE))
+        w.write(conn, 3, TS.serialize_cdr(image_msg(2, COLOURS[2]), bag_io.IMAGE))
     code, stdout, stderr = run(["process", path, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
                                 "--out", tmp_path / "out", "--outputs", "depth"], capsys)
     assert code == 0
@@ -406,8 +407,8 @@ def test_topic_errors_list_the_image_topics(tmp_path, capsys):
     two = tmp_path / "two"
     with Writer(two, version=9, storage_plugin=StoragePlugin.MCAP) as w:
         for topic in ("/left/image_raw", "/right/image_raw"):
-            conn = w.add_connection(topic, bagio.IMAGE, typestore=TS)
-            w.write(conn, 1, TS.serialize_cdr(image_msg(0, COLOURS[0]), bagio.IMAGE))
+            conn = w.add_connection(topic, bag_io.IMAGE, typestore=TS)
+            w.write(conn, 1, TS.serialize_cdr(image_msg(0, COLOURS[0]), bag_io.IMAGE))
     expect_error(tips(two), capsys, "has 2 image topics; choose one with --topic",
                  "/left/image_raw", "/right/image_raw")
 
@@ -480,12 +481,12 @@ def test_info(capsys):
 
 # ---- helpers ------------------------------------------------------------------------------------
 def test_output_namespace_follows_the_image_topic():
-    assert bagio.namespace_of("/camera/image_raw") == "/camera"
-    assert bagio.namespace_of("/camera/image_raw/compressed") == "/camera"
-    assert bagio.namespace_of("/robot/front/color/image_raw") == "/robot/front/color"
-    assert bagio.namespace_of("/image") == ""
-    assert bagio.output_topic_names("")["points"] == "/points"
-    assert bagio.output_topic_names("/camera")["depth"] == "/camera/depth/image"
+    assert bag_io.namespace_of("/camera/image_raw") == "/camera"
+    assert bag_io.namespace_of("/camera/image_raw/compressed") == "/camera"
+    assert bag_io.namespace_of("/robot/front/color/image_raw") == "/robot/front/color"
+    assert bag_io.namespace_of("/image") == ""
+    assert bag_io.output_topic_names("")["points"] == "/points"
+    assert bag_io.output_topic_names("/camera")["depth"] == "/camera/depth/image"
 
 
 def test_image_message_conversion_checks_like_the_node():
@@ -505,8 +506,8 @@ def test_image_message_conversion_checks_like_the_node():
 
 
 def test_the_command_line_modules_need_no_ros():
-    code = ("import sys\nimport dense_perception.offline.cli, dense_perception.offline.bagio, "
-            "dense_perception.offline.fileio\n"
+    code = ("import sys\nimport dense_perception.offline.cli, "
+            "dense_perception.offline.inputs.bag_io, dense_perception.offline.inputs.file_io\n"
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('rclpy', 'sensor_msgs', 'std_msgs', 'builtin_interfaces'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

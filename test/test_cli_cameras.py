@@ -15,7 +15,7 @@ from support.bag_maker import (STAMP0, T, TS, frame_of, log_time, read_bag,  # n
                        tips_depth)
 from dense_perception.core import conversions  # noqa: E402
 from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
-from dense_perception.offline import bagio  # noqa: E402
+from dense_perception.offline.inputs import bag_io  # noqa: E402
 
 # camera -> (colour, fx, frame size, frame_id); every value differs between the two
 CAMERAS = {"front": ((40, 200, 10), 100.0, (64, 48), "front_optical"),
@@ -34,17 +34,17 @@ def write_two_camera_bag(path, info_topic="/{camera}/camera_info"):
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
         for offset, camera in enumerate(CAMERAS):
             colour, fx, (width, height), _ = CAMERAS[camera]
-            img = w.add_connection(f"/{camera}/image_raw", bagio.IMAGE, typestore=TS)
-            info = w.add_connection(info_topic.format(camera=camera), bagio.CAMERA_INFO,
+            img = w.add_connection(f"/{camera}/image_raw", bag_io.IMAGE, typestore=TS)
+            info = w.add_connection(info_topic.format(camera=camera), bag_io.CAMERA_INFO,
                                     typestore=TS)
             for i in range(FRAMES):
                 k = Intrinsics(fx=fx, fy=fx, cx=(width - 1) / 2, cy=(height - 1) / 2,
                                width=width, height=height)
                 w.write(info, log_time(i) + offset, TS.serialize_cdr(
-                    bagio.intrinsics_to_camera_info(k, header(camera, i)), bagio.CAMERA_INFO))
+                    bag_io.intrinsics_to_camera_info(k, header(camera, i)), bag_io.CAMERA_INFO))
                 w.write(img, log_time(i) + offset + 1_000_000, TS.serialize_cdr(
-                    bagio.array_to_image(frame_of(colour, width, height), "rgb8",
-                                         header(camera, i)), bagio.IMAGE))
+                    bag_io.array_to_image(frame_of(colour, width, height), "rgb8",
+                                         header(camera, i)), bag_io.IMAGE))
     return path
 
 
@@ -92,20 +92,20 @@ def write_front_info_only_bag(path):
     """/front/image and /rear/image, two cameras of one model (64x48 frames), but a CameraInfo
     for the front camera only."""
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        front_info = w.add_connection("/front/camera_info", bagio.CAMERA_INFO, typestore=TS)
-        images = {camera: w.add_connection(f"/{camera}/image", bagio.IMAGE, typestore=TS)
+        front_info = w.add_connection("/front/camera_info", bag_io.CAMERA_INFO, typestore=TS)
+        images = {camera: w.add_connection(f"/{camera}/image", bag_io.IMAGE, typestore=TS)
                   for camera in CAMERAS}
         for i in range(FRAMES):
             colour, fx, (width, height), _ = CAMERAS["front"]
             k = Intrinsics(fx=fx, fy=fx, cx=(width - 1) / 2, cy=(height - 1) / 2,
                            width=width, height=height)
             w.write(front_info, log_time(i), TS.serialize_cdr(
-                bagio.intrinsics_to_camera_info(k, header("front", i)), bagio.CAMERA_INFO))
+                bag_io.intrinsics_to_camera_info(k, header("front", i)), bag_io.CAMERA_INFO))
             for offset, camera in enumerate(CAMERAS):
                 colour = CAMERAS[camera][0]  # the front's frame size for both
                 w.write(images[camera], log_time(i) + 1_000_000 + offset, TS.serialize_cdr(
-                    bagio.array_to_image(frame_of(colour, width, height), "rgb8",
-                                         header(camera, i)), bagio.IMAGE))
+                    bag_io.array_to_image(frame_of(colour, width, height), "rgb8",
+                                         header(camera, i)), bag_io.IMAGE))
     return path
 
 

@@ -19,10 +19,10 @@ from support.bag_maker import read_bag  # noqa: E402
 from support.common import run_cli as run  # noqa: E402
 from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene, sparse_reference  # noqa: E402
 from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
-from dense_perception.offline import bagio  # noqa: E402
-from dense_perception.offline.fileio import read_ply  # noqa: E402
+from dense_perception.offline.inputs import bag_io  # noqa: E402
+from dense_perception.offline.inputs.file_io import read_ply  # noqa: E402
 
-TS = bagio.TYPESTORE
+TS = bag_io.TYPESTORE
 T = TS.types
 # The pinhole guess (--fallback-hfov) that gives the scenes' own focal length.
 HFOV = math.degrees(2 * math.atan((WIDTH / 2) / FORWARD.fx))
@@ -89,24 +89,24 @@ def write_reference_bag(path, frames, rng, reference_offset_ns=0, referenced=Non
     z, _ = scene.depth_and_surface()
     k = Intrinsics(scene.fx, scene.fx, scene.cx, scene.cy, WIDTH, HEIGHT)
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
-        info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
-        ref = w.add_connection("/tof/depth", bagio.IMAGE, typestore=TS)
+        img = w.add_connection("/cam/image_raw", bag_io.IMAGE, typestore=TS)
+        info = w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=TS)
+        ref = w.add_connection("/tof/depth", bag_io.IMAGE, typestore=TS)
         for i in range(frames):
             header = T["std_msgs/msg/Header"](
                 stamp=T["builtin_interfaces/msg/Time"](sec=1000 + i, nanosec=0), frame_id="cam")
             t = 5_000_000_000 + i * 100_000_000
-            w.write(img, t, TS.serialize_cdr(bagio.array_to_image(paint(z / s), "rgb8", header),
-                                             bagio.IMAGE))
-            w.write(info, t, TS.serialize_cdr(bagio.intrinsics_to_camera_info(k, header),
-                                              bagio.CAMERA_INFO))
+            w.write(img, t, TS.serialize_cdr(bag_io.array_to_image(paint(z / s), "rgb8", header),
+                                             bag_io.IMAGE))
+            w.write(info, t, TS.serialize_cdr(bag_io.intrinsics_to_camera_info(k, header),
+                                              bag_io.CAMERA_INFO))
             if referenced is not None and i >= referenced:
                 continue
             reference, _ = sparse_reference(z, 0.01, 0.10, rng)
             ref_header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
                 sec=1000 + i, nanosec=reference_offset_ns), frame_id="cam")
             w.write(ref, t + 5_000_000, TS.serialize_cdr(
-                bagio.array_to_image(reference, "32FC1", ref_header), bagio.IMAGE))
+                bag_io.array_to_image(reference, "32FC1", ref_header), bag_io.IMAGE))
     return z, s
 
 
@@ -228,15 +228,15 @@ def write_late_camera_info_bag(path, frames=20, info_delay_ns=5_000_000):
         return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
             sec=1000 + ns // 1_000_000_000, nanosec=ns % 1_000_000_000), frame_id="cam")
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
-        info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
+        img = w.add_connection("/cam/image_raw", bag_io.IMAGE, typestore=TS)
+        info = w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=TS)
         for i in range(frames):
             ns, t = i * 100_000_000, 5_000_000_000 + i * 100_000_000
             w.write(img, t, TS.serialize_cdr(
-                bagio.array_to_image(paint(z / WIDE_S), "rgb8", header(ns)), bagio.IMAGE))
+                bag_io.array_to_image(paint(z / WIDE_S), "rgb8", header(ns)), bag_io.IMAGE))
             w.write(info, t + info_delay_ns, TS.serialize_cdr(
-                bagio.intrinsics_to_camera_info(k, header(ns + info_delay_ns)),
-                bagio.CAMERA_INFO))
+                bag_io.intrinsics_to_camera_info(k, header(ns + info_delay_ns)),
+                bag_io.CAMERA_INFO))
     return z
 
 

@@ -29,8 +29,8 @@ OPTIONS = ["--model", TIPS_TEST_MODEL, "--backend", "cpu", "--threads", "1",
 
 def parsed(*argv):
     """(settings, options) of ``process ARGV``, as cli.py makes them."""
-    from dense_perception.offline.process_options import ProcessOptions
-    from dense_perception.offline.settings_args import settings_from_args
+    from dense_perception.offline.options.process_options import ProcessOptions
+    from dense_perception.offline.options.settings_args import settings_from_args
     args = cli.build_parser().parse_args(["process", *argv])
     return settings_from_args(args), ProcessOptions.from_args(args)
 
@@ -141,7 +141,7 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
 def test_ctrl_c_between_an_output_and_its_report_counts_it_done(tmp_path, monkeypatch):
     """Ctrl-C after a worker renamed its finished output into place but before its row came
     back (on Ray, the driver may be told later): the summary says done, from the output."""
-    from dense_perception.offline import fleet
+    from dense_perception.offline.fleet import run as fleet
     write_bag(tmp_path / "bags" / "a", "mcap", frames=2)
     write_bag(tmp_path / "bags" / "b", "sqlite3", frames=2)
     real_run_one = fleet.run_one
@@ -249,24 +249,24 @@ def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
     """A retried input (Ray: its worker seemed dead) may finish twice: each attempt writes its
     own folder, the first to rename it into place wins (replacing an older run's output), the
     second leaves that output as it is and removes its own copy."""
-    from dense_perception.offline import fleet
-    from dense_perception.offline.process import ModelSession
+    from dense_perception.offline.fleet import jobs, plan
+    from dense_perception.offline.run.session import ModelSession
     bag, out = write_bag(tmp_path / "a", "mcap", frames=2), tmp_path / "out"
     settings, options = parsed(str(bag), "--out", str(out), *map(str, OPTIONS))
     session = ModelSession(settings, options)
-    key = fleet.job_key(settings, options, session.model_path, session.groups)
+    key = plan.job_key(settings, options, session.model_path, session.groups)
     final = out / fleet_output_name(bag)
 
-    older, = fleet.make_jobs([bag], out, key, "000000000001")
-    assert fleet.run_one(session, older)["status"] == "done"
+    older, = plan.make_jobs([bag], out, key, "000000000001")
+    assert jobs.run_one(session, older)["status"] == "done"
     older_inode = final.stat().st_ino
-    job, = fleet.make_jobs([bag], out, key, "000000000002")
-    first, second = fleet.with_attempt(job, 0), fleet.with_attempt(job, 1)
+    job, = plan.make_jobs([bag], out, key, "000000000002")
+    first, second = jobs.with_attempt(job, 0), jobs.with_attempt(job, 1)
     assert len({older["partial"], first["partial"], second["partial"]}) == 3
-    rows = [fleet.run_one(session, first)]
+    rows = [jobs.run_one(session, first)]
     inode = final.stat().st_ino
     assert inode != older_inode  # the older run's output was replaced
-    rows.append(fleet.run_one(session, second))
+    rows.append(jobs.run_one(session, second))
     assert [r["status"] for r in rows] == ["done", "done"]
     assert final.stat().st_ino == inode  # the first attempt's output stayed
     assert sorted(p.name for p in out.iterdir()) == [final.name]  # no partial, nothing aside
@@ -283,13 +283,13 @@ def test_reuse_key_has_every_setting_that_changes_outputs(tmp_path):
     from support.setting_values import flag_words, other_value
 
     from dense_perception.core.settings.table import PARAMS
-    from dense_perception.offline import fleet
+    from dense_perception.offline.fleet import plan
     model = tmp_path / "m.tflite"
     model.write_bytes(b"not a model: the key hashes the bytes")
 
     def key(*words, model=model):
         settings, options = parsed("in", "--model", str(model), *words)
-        return fleet.job_key(settings, options, str(model), ["depth"])
+        return plan.job_key(settings, options, str(model), ["depth"])
 
     base = key()
     marked = [s for s in PARAMS if s.offline and s.name != "model_path"]

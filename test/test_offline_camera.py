@@ -12,9 +12,10 @@ pytest.importorskip("rosbags")
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
-from dense_perception.offline import bagio, cli  # noqa: E402
+from dense_perception.offline import cli  # noqa: E402
+from dense_perception.offline.inputs import bag_io  # noqa: E402
 
-TS = bagio.TYPESTORE
+TS = bag_io.TYPESTORE
 T = TS.types
 
 
@@ -22,7 +23,7 @@ def write_camera_bag(path, camera, rectified):
     """One 1280x720 frame of the plane and its CameraInfo, on /cam/image_{raw,rect}."""
     header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=7, nanosec=0),
                                       frame_id="cam_optical_frame")
-    image = bagio.array_to_image(cs.film(camera, cs.PLANE, rectified), "rgb8", header)
+    image = bag_io.array_to_image(cs.film(camera, cs.PLANE, rectified), "rgb8", header)
     info = camera.camera_info()
     info_msg = T["sensor_msgs/msg/CameraInfo"](
         header=header, height=info.height, width=info.width,
@@ -33,10 +34,10 @@ def write_camera_bag(path, camera, rectified):
                                                   do_rectify=False))
     topic = "/cam/image_rect" if rectified else "/cam/image_raw"
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        img = w.add_connection(topic, bagio.IMAGE, typestore=TS)
-        cam = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
-        w.write(cam, 1_000, TS.serialize_cdr(info_msg, bagio.CAMERA_INFO))
-        w.write(img, 2_000, TS.serialize_cdr(image, bagio.IMAGE))
+        img = w.add_connection(topic, bag_io.IMAGE, typestore=TS)
+        cam = w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=TS)
+        w.write(cam, 1_000, TS.serialize_cdr(info_msg, bag_io.CAMERA_INFO))
+        w.write(img, 2_000, TS.serialize_cdr(image, bag_io.IMAGE))
     return path
 
 

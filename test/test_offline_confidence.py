@@ -14,7 +14,7 @@ from support.bag_maker import COLOURS, frame_of, read_bag, write_bag  # noqa: E4
 from support.model_truth import da3_confidence_of  # noqa: E402
 
 from dense_perception.core import conversions  # noqa: E402
-from dense_perception.offline import bagio  # noqa: E402
+from dense_perception.offline.inputs import bag_io  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,7 +31,7 @@ def test_bag_gets_a_depth_confidence_topic_beside_depth(tmp_path, capsys):
                            "cpu", "--out", out, "--outputs", "depth,depth_confidence"], capsys)
     assert code == 0, stderr
     msgs, types = read_bag(out)
-    assert types["/cam/depth/confidence"] == bagio.IMAGE
+    assert types["/cam/depth/confidence"] == bag_io.IMAGE
     depth = msgs["/cam/depth/image"]
     confidence = msgs["/cam/depth/confidence"]
     assert len(confidence) == len(depth) == 3

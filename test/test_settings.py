@@ -19,7 +19,7 @@ from dense_perception.core.frame_data import PipelineConfig
 from dense_perception.core.settings.derived import (SCALE_FIELDS, backend_config, depth_options,
                                                     pipeline_config, scale_config)
 from dense_perception.offline.cli import build_parser
-from dense_perception.offline.settings_args import OFFLINE
+from dense_perception.offline.options.settings_args import OFFLINE
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,7 +40,7 @@ def parse(*argv):
 
 
 def test_every_output_affecting_node_parameter_is_an_offline_flag_with_its_default():
-    from dense_perception.offline.settings_args import setting_values
+    from dense_perception.offline.options.settings_args import setting_values
     assert {p.name for p in PARAMS if p.offline is None} == NODE_ONLY
     values = setting_values(parse())
     for spec in PARAMS:
@@ -60,7 +60,7 @@ def test_every_offline_flag_parses_and_lands_in_the_settings_values():
     gives that value to the settings (so no flag is accepted and ignored)."""
     from support.setting_values import flag_words, other_value
 
-    from dense_perception.offline.settings_args import setting_values
+    from dense_perception.offline.options.settings_args import setting_values
     flagged = [spec for spec in PARAMS if spec.offline and spec.name != "model_path"]
     assert len(flagged) == len(PARAMS) - len(NODE_ONLY) - 1
     for spec in flagged:
@@ -148,7 +148,7 @@ def test_node_over_dds_and_process_give_the_same_products(harness_factory, tmp_p
     ``dense-perception process``: the same depth, normals, labels and points."""
     pytest.importorskip("rclpy")
     from dense_perception.core.conversions import cloud_to_points, image_msg_to_array
-    from dense_perception.offline.fileio import read_ply
+    from dense_perception.offline.inputs.file_io import read_ply
     model, settings, flags = CASES[case]
     rng = np.random.default_rng(23)
     frame = cv2.GaussianBlur(rng.integers(0, 256, (360, 480, 3), np.uint8), (0, 0), 9)

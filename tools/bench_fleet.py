@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dense_perception.offline import bagio, cli
+from dense_perception.offline import cli
+from dense_perception.offline.inputs import bag_io
 from tools.scene import make_sample_scene, scene_intrinsics
 
 # A real-size model, so that a frame's work is mostly inference as with the real files: DA3-Small
@@ -35,25 +36,25 @@ MODEL = ".cache/bench_models/menu/da3_cpu_280x504_int8.tflite"
 def write_bags(folder: Path, bags: int, frames: int) -> list[Path]:
     """``bags`` MCAP bags of ``frames`` 640x480 frames of the sample scene with CameraInfo."""
     from rosbags.rosbag2 import StoragePlugin, Writer
-    ts = bagio.TYPESTORE
+    ts = bag_io.TYPESTORE
     image = make_sample_scene(640, 480)[:, :, ::-1].copy()  # bgr -> rgb8
     k = scene_intrinsics(640, 480)
     paths = []
     for b in range(bags):
         path = folder / f"bag{b:02d}"
         with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-            img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=ts)
-            info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=ts)
+            img = w.add_connection("/cam/image_raw", bag_io.IMAGE, typestore=ts)
+            info = w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=ts)
             for i in range(frames):
                 t = 1_000_000_000 + i * 100_000_000
                 header = ts.types["std_msgs/msg/Header"](
                     stamp=ts.types["builtin_interfaces/msg/Time"](sec=t // 10**9,
                                                                   nanosec=t % 10**9),
                     frame_id="cam_optical")
-                w.write(img, t, ts.serialize_cdr(bagio.array_to_image(image, "rgb8", header),
-                                                 bagio.IMAGE))
-                w.write(info, t, ts.serialize_cdr(bagio.intrinsics_to_camera_info(k, header),
-                                                  bagio.CAMERA_INFO))
+                w.write(img, t, ts.serialize_cdr(bag_io.array_to_image(image, "rgb8", header),
+                                                 bag_io.IMAGE))
+                w.write(info, t, ts.serialize_cdr(bag_io.intrinsics_to_camera_info(k, header),
+                                                  bag_io.CAMERA_INFO))
         paths.append(path)
     return paths
 

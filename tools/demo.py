@@ -35,7 +35,7 @@ from std_msgs.msg import Header, String
 from dense_perception.core import postprocess as post
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array, image_to_array
 from dense_perception.core.products import OUTPUT_GROUPS, OUTPUTS, available_groups
-from dense_perception.offline.fileio import write_ply
+from dense_perception.offline.inputs.file_io import write_ply
 from dense_perception.ros.messages import MESSAGE_CLASSES, intrinsics_to_camera_info
 from dense_perception.core.model.specs import ModelSignatureError, ModelSpec
 from dense_perception.core.model.detection import detect_model_spec

@@ -33,7 +33,7 @@ from dense_perception.core.motion.trajectory import read_tum
 from dense_perception.core.motion.warp import tae
 from dense_perception.core.pipeline import DensePipeline
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
-from dense_perception.offline.camera_yaml import load_camera_info_yaml
+from dense_perception.offline.inputs.camera_yaml import load_camera_info_yaml
 
 ROWS = ("per frame", "one scale", "aligned over time", "motion scale")
 

@@ -40,7 +40,7 @@ script that makes them), `test/` (tests per module and feature; node tests over 
 helpers in `test/support/`).
 
 How a setting travels: the node's parameters (`ros/parameters.py`) and the offline flags
-(`offline/settings_args.py`) each become one typed, checked `Settings`
+(`offline/options/settings_args.py`) each become one typed, checked `Settings`
 (`core/settings/table.py`, whose fields are the table), and everything below reads
 `settings.<name>`. `core/settings/derived.py` builds each part's configuration from it
 (`pipeline_config`, `scale_config`, `backend_config`, `depth_options`, `compression_config`) and

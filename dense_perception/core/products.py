@@ -2,8 +2,8 @@
 
 One table serves the node (publishers, ``publish_*`` switches), the offline command (bag
 topics, ``--outputs`` groups) and the tools, and one function turns a frame's products into
-messages for any message library: rclpy's (``ros/messages.py``) or rosbags' (``offline/bagio.py``)
-supply a :class:`MessageBuilder`.
+messages for any message library: rclpy's (``ros/messages.py``) or rosbags'
+(``offline/inputs/bag_io.py``) supply a :class:`MessageBuilder`.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
     dense-perception process INPUT [INPUT ...] --model M [--out OUT] [options]
     dense-perception info M
 
-The command line only: ``process`` makes the run's settings (``settings_args.py``), the
-command's own options (``process_options.py``) and the model session (``process.py``, its frame
-loop in ``loop.py``) once, here, and hands them down: one input to the session, many inputs (in
-this process or on Ray workers) to ``fleet.py``. ``info`` is in ``info.py``.
+The command line only: ``process`` makes the run's settings (``options/settings_args.py``),
+the command's own options (``options/process_options.py``) and the model session
+(``run/session.py``, its frame loop in ``run/loop.py``) once, here, and hands them down: one
+input to the session, many inputs (in this process or on Ray workers) to ``fleet/``. ``info``
+is in ``info.py``.
 
 Exit status: 0 done, 2 error (one line on stderr says why; many inputs: any input failed),
 130 interrupted by Ctrl-C (the output is closed and valid, holding the frames done so far).
@@ -25,13 +26,14 @@ from ..core.model.specs import MODEL_TYPES, ModelSignatureError
 from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
-from .fleet import first_kind, fleet_inputs, run_fleet
-from .flag_relevance import check_bag_options, check_flags
-from .inputs import BAG_COMPRESSED
-from .process import COPY_MODES, ModelSession, default_out, input_kind
-from .process_options import ProcessOptions
-from .scale_options import ScaleOptionError, add_scale_arguments
-from .settings_args import (DEPTH_FORMATS, add_setting_arguments, given_settings,
+from .fleet.plan import first_kind, fleet_inputs
+from .fleet.run import run_fleet
+from .options.flag_relevance import check_bag_options, check_flags
+from .inputs.sources import BAG_COMPRESSED
+from .run.session import COPY_MODES, ModelSession, default_out, input_kind
+from .options.process_options import ProcessOptions
+from .options.scale_options import ScaleOptionError, add_scale_arguments
+from .options.settings_args import (DEPTH_FORMATS, add_setting_arguments, given_settings,
                             settings_from_args)
 
 
@@ -141,16 +143,17 @@ def cmd_process(args: argparse.Namespace,
                 after_frame: Callable[[int], None] | None = None,
                 watch: Callable[[dict[str, Any]], None] | None = None) -> int:
     """``process``: the run's options and settings, each made and checked once, and the model
-    session; then one input (``ModelSession.process_input``), or many (``fleet.run_fleet``)
+    session; then one input (``ModelSession.process_input``), or many (``fleet.run.run_fleet``)
     when given several, a glob, a list or a Ray option. Nothing below sees ``args``."""
-    from .bagio import BagError
-    from .fileio import InputError
+    from .inputs.bag_io import BagError
+    from .inputs.file_io import InputError
     try:
         options = ProcessOptions.from_args(args)
         if options.many:
             paths = fleet_inputs(options.inputs, options.inputs_from, options.out)
         else:
             paths = [Path(options.inputs[0])]
+        given = given_settings(args)  # the setting flags typed: nothing below sees args
         settings = settings_from_args(args)
         # The scale settings are checked for the first input's kind (many inputs: an input of
         # another kind they do not suit fails alone).
@@ -158,7 +161,7 @@ def cmd_process(args: argparse.Namespace,
         kinds = [kind(path) for path in paths]  # a flag no input reads is refused
         check_bag_options(options, kinds)
         session = ModelSession(settings, options, scale_check_kind=lambda: kind(paths[0]))
-        check_flags(settings, given_settings(args), session.spec, options, kinds)
+        check_flags(settings, given, session.spec, options, kinds)
         if options.many:
             return run_fleet(session, paths, watch)
         out_path = Path(options.out) if options.out else default_out(paths[0])

@@ -31,7 +31,7 @@ def interactive() -> bool:
 
 def error(exc: BaseException | str) -> None:
     """``dense-perception: error: ...``: one line on stderr."""
-    from .bagio import one_line
+    from .inputs.bag_io import one_line
     sys.stderr.write(f"{PROG}: error: {one_line(exc, 1000)}\n")
     sys.stderr.flush()
 
@@ -40,14 +40,14 @@ def is_user_error(exc: BaseException) -> bool:
     """An error the user can fix (bad input, bad option, file system) or one of the machine's
     (a GPU inference that hung: that input fails, the next goes on), not a bug."""
     from ..core.backends.gpu_runner import GpuWorkerError
-    from .bagio import BagError
-    from .fileio import InputError
-    from .scale_options import ScaleOptionError
+    from .inputs.bag_io import BagError
+    from .inputs.file_io import InputError
+    from .options.scale_options import ScaleOptionError
     return isinstance(exc, (BagError, InputError, CliError, OSError, ScaleOptionError,
                             GpuWorkerError))
 
 
 def describe(exc: BaseException) -> str:
     """One line for ``exc``: its text for user errors, with its type for anything else."""
-    from .bagio import one_line
+    from .inputs.bag_io import one_line
     return one_line(exc) if is_user_error(exc) else f"{type(exc).__name__}: {one_line(exc)}"

@@ -92,7 +92,7 @@ def _type_text(tensor: dict[str, Any]) -> str:
 
 def _time_backend(path: str, backend: str, threads: int, runs: int, quiet: bool
                   ) -> dict[str, Any]:
-    from .bagio import one_line
+    from .inputs.bag_io import one_line
     error = None
     with quiet_native_stderr(quiet) as native:
         try:

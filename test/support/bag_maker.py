@@ -17,10 +17,10 @@ import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.offline import bagio
+from dense_perception.offline.inputs import bag_io
 from support.model_truth import da3_depth_of
 
-TS = bagio.TYPESTORE
+TS = bag_io.TYPESTORE
 # Uniform RGB colours, one per frame; blue values keep round(149 b / 255) away from .5 ties.
 COLOURS = [(40, 200, 10), (230, 60, 120), (128, 128, 200), (10, 90, 250), (180, 20, 60),
            (90, 160, 30)]
@@ -63,7 +63,7 @@ def header(i, frame_id="cam_optical"):
 def image_msg(i, rgb, encoding="rgb8", size=(W, H)):
     pixels = frame_of(rgb, *size)
     pixels = pixels if encoding == "rgb8" else pixels[:, :, ::-1].copy()
-    return bagio.array_to_image(pixels, encoding, header(i))
+    return bag_io.array_to_image(pixels, encoding, header(i))
 
 
 def compressed_msg(i, rgb):
@@ -75,7 +75,7 @@ def compressed_msg(i, rgb):
 
 def camera_info_msg(i, fx):
     k = Intrinsics(fx=fx, fy=fx, cx=31.5, cy=23.5, width=W, height=H)
-    return bagio.intrinsics_to_camera_info(k, header(i))  # no distortion: see test_offline_camera
+    return bag_io.intrinsics_to_camera_info(k, header(i))  # no distortion: see test_offline_camera
 
 
 def log_time(i):
@@ -88,9 +88,9 @@ def write_bag(path, fmt, frames=4, compressed=False, extra=True, camera_info=Tru
     CameraInfo per frame logged 1 ms *after* its image (fx = 100 + i) and an unrelated topic."""
     plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
     with Writer(path, version=9, storage_plugin=plugin) as w:
-        msgtype = bagio.COMPRESSED_IMAGE if compressed else bagio.IMAGE
+        msgtype = bag_io.COMPRESSED_IMAGE if compressed else bag_io.IMAGE
         img = w.add_connection(topic, msgtype, typestore=TS)
-        info = w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS) \
+        info = w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=TS) \
             if camera_info else None
         chat = w.add_connection("/chatter", "std_msgs/msg/String", typestore=TS) \
             if extra else None
@@ -101,7 +101,7 @@ def write_bag(path, fmt, frames=4, compressed=False, extra=True, camera_info=Tru
             w.write(img, log_time(i), TS.serialize_cdr(msg, msgtype))
             if info is not None:
                 w.write(info, log_time(i) + 1_000_000,
-                        TS.serialize_cdr(camera_info_msg(i, 100.0 + i), bagio.CAMERA_INFO))
+                        TS.serialize_cdr(camera_info_msg(i, 100.0 + i), bag_io.CAMERA_INFO))
             if chat is not None:
                 w.write(chat, log_time(i) + 2_000_000, TS.serialize_cdr(
                     T["std_msgs/msg/String"](data=f"hello {i}"), "std_msgs/msg/String"))

@@ -14,10 +14,10 @@ import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from dense_perception.core.geometry.intrinsics import Intrinsics
-from dense_perception.offline import bagio
+from dense_perception.offline.inputs import bag_io
 from support.bag_maker import COLOURS, STAMP0, image_msg
 
-TS = bagio.TYPESTORE
+TS = bag_io.TYPESTORE
 T = TS.types
 ODOMETRY = "nav_msgs/msg/Odometry"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
@@ -67,21 +67,21 @@ def write_motion_bag(path, image_times, odometry, *, tf_static=True,
     a CameraInfo per image (K = P, no distortion, the centre in the middle). Each message is
     logged at its stamp."""
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        img = w.add_connection("/cam/image_raw", bagio.IMAGE, typestore=TS)
+        img = w.add_connection("/cam/image_raw", bag_io.IMAGE, typestore=TS)
         odo = w.add_connection(odometry_topic, ODOMETRY, typestore=TS)
         info = None if fx is None else \
-            w.add_connection("/cam/camera_info", bagio.CAMERA_INFO, typestore=TS)
+            w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=TS)
         messages = []
         for i, t in enumerate(image_times):
             msg = image_msg(i, COLOURS[i % len(COLOURS)], "rgb8", size) if frames is None \
-                else bagio.array_to_image(frames[i], "rgb8", header_at(t, "cam_optical"))
+                else bag_io.array_to_image(frames[i], "rgb8", header_at(t, "cam_optical"))
             msg.header = header_at(t, "cam_optical")
-            messages.append((t, img, TS.serialize_cdr(msg, bagio.IMAGE)))
+            messages.append((t, img, TS.serialize_cdr(msg, bag_io.IMAGE)))
             if info is not None:
                 k = Intrinsics(fx=fx, fy=fx, cx=(size[0] - 1) / 2, cy=(size[1] - 1) / 2,
                                width=size[0], height=size[1])
-                messages.append((t, info, TS.serialize_cdr(bagio.intrinsics_to_camera_info(
-                    k, header_at(t, "cam_optical")), bagio.CAMERA_INFO)))
+                messages.append((t, info, TS.serialize_cdr(bag_io.intrinsics_to_camera_info(
+                    k, header_at(t, "cam_optical")), bag_io.CAMERA_INFO)))
         for sample in odometry:
             msg = odometry_msg(sample[0], sample[1], *sample[2:])
             messages.append((sample[0], odo, TS.serialize_cdr(msg, ODOMETRY)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dense_perception.core.settings.row import ParamSpec
-from dense_perception.offline.settings_args import DEPTH_FORMATS
+from dense_perception.offline.options.settings_args import DEPTH_FORMATS
 
 
 def other_value(spec: ParamSpec) -> Any:

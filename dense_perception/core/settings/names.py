@@ -4,7 +4,8 @@ Core code (the checks in :mod:`.table`, :mod:`.derived`, :mod:`..model.depth_net
 :mod:`..scale.metric_scale`) takes a :class:`Syntax` and writes ``syntax.name("camera_height")`` or
 ``syntax.example("camera_height", 0.35)``; the node passes :data:`NODE` (``camera_height``,
 ``-p camera_height:=0.35``), the offline command its own (``--camera-height``,
-``--camera-height 0.35``; see ``offline/settings_args.py``). No message is patched afterwards.
+``--camera-height 0.35``; see ``offline/options/settings_args.py``). No message is patched
+afterwards.
 This module imports nothing of the package, so any core module may use it.
 """
 

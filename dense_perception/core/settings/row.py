@@ -22,11 +22,11 @@ class ParamSpec:
     runtime: bool = False  # may change while the node runs
     unit: str = ""  # of a number: m, s, deg, px, m/unit, share ('' = none)
     # The offline command's flag (``dense-perception process``), None = the node only. Flags
-    # are generated from this table (offline/settings_args.py) but for --model and
+    # are generated from this table (offline/options/settings_args.py) but for --model and
     # --depth-format (npy/png16 for 32FC1/16UC1), which the command line writes out itself.
     offline: str | None = None
     # Whether the setting can change an output's bytes: the fleet's reuse key
-    # (offline/fleet.py) is every offline setting marked so. True unless a setting is shown
+    # (offline/fleet/plan.py) is every offline setting marked so. True unless a setting is shown
     # not to, so a new setting is in the key until someone says otherwise.
     affects_output: bool = True
     # A check beyond choices and range (value, syntax) -> why not, or None.

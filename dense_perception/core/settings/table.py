@@ -5,7 +5,7 @@ imports no backend and no OpenCV (the allowed values live below it, in :mod:`.va
 
 The one source for both front ends: the node declares its parameters from :data:`PARAMS`
 (``ros/parameters.py``), ``dense-perception process`` generates its flags from it
-(``offline/settings_args.py``), ``docs/parameters.md`` is generated from it (``make docs``),
+(``offline/options/settings_args.py``), ``docs/parameters.md`` is generated from it (``make docs``),
 and both front ends make one :class:`Settings` of their values. A Settings is checked when it is
 made (each value against its row, once); the rules between settings and the configurations
 built from them (pipeline, scale, backend) are in ``core/settings/derived.py``.

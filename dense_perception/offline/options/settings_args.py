@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.settings.names import Syntax
-from ..core.settings.row import ParamSpec, SettingError
-from ..core.settings.derived import compressed_depth_problem
-from ..core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
-from .console import CliError
+from ...core.settings.names import Syntax
+from ...core.settings.row import ParamSpec, SettingError
+from ...core.settings.derived import compressed_depth_problem
+from ...core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
+from ..console import CliError
 
 HAND_WRITTEN = ("model_path", "depth_encoding")
 DEPTH_FORMATS = {"32FC1": "npy", "16UC1": "png16"}  # depth_encoding -> --depth-format

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .console import CliError
+from ..console import CliError
 
 GLOB = re.compile(r"[*?[]")  # a glob, not a path: many inputs
 # The command's own options that only a bag input reads ({field: flag}); argparse gives None

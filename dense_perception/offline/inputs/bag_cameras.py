@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..core.timing import StageTimer
-from .console import CliError
-from .loop import Copy, Frame
-from .process_options import ProcessOptions
+from ...core.timing import StageTimer
+from ..console import CliError
+from .events import Copy, Frame
+from ..options.process_options import ProcessOptions
 
 
 @dataclass
@@ -38,7 +38,7 @@ def bag_cameras(bag: Any, options: ProcessOptions, keys: list[str]) -> list[BagC
     """The bag's cameras to process: one per ``--topic`` (the only image topic without one),
     each paired with its CameraInfo topic (``--camera-info-topic``, one per ``--topic`` in the
     same order, else ``camera_info`` beside the image topic)."""
-    from . import bagio
+    from . import bag_io
     topics = list(options.topics) or [None]
     info_topics = list(options.camera_info_topics) or [None] * len(topics)
     if len(info_topics) != len(topics):
@@ -60,8 +60,8 @@ def bag_cameras(bag: Any, options: ProcessOptions, keys: list[str]) -> list[BagC
         image_topic = image_conns[0].topic
         info_conns, info_note = bag.camera_info_connections(info_topic, image_topic)
         namespace = options.out_namespace if options.out_namespace is not None \
-            else bagio.namespace_of(image_topic)
-        out_topics = {k: v for k, v in bagio.output_topic_names(namespace).items() if k in keys}
+            else bag_io.namespace_of(image_topic)
+        out_topics = {k: v for k, v in bag_io.output_topic_names(namespace).items() if k in keys}
         cameras.append(BagCamera(image_topic, image_conns, info_conns, info_note, namespace,
                                  out_topics))
     spaces = [cam.namespace for cam in cameras]
@@ -95,8 +95,8 @@ def bag_events(bag: Any, cameras: list[BagCamera], copy_conns: list[Any],
     """The bag's frames (each with its own camera's CameraInfo, by the node's rule, and with
     ``poses`` (``bag_motion.BagMotion``), its camera pose) and the messages to copy, in
     log-time order."""
-    from .bagio import message_to_frame
-    from ..core.conversions import BadImageError
+    from .bag_io import message_to_frame
+    from ...core.conversions import BadImageError
     camera_of = {c.id: cam for cam in cameras for c in cam.image_conns}
     copy_ids = {c.id for c in copy_conns}
     image_conns = [c for cam in cameras for c in cam.image_conns]

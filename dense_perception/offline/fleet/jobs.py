@@ -1,8 +1,8 @@
 """One input of a many-input run: its summary row, its attempt folder, and ``run_one``, the
 function every worker calls (in this process or in a Ray actor).
 
-Apart from :mod:`.fleet` (which plans the run) so that :mod:`.fleet_ray` imports it without
-importing the module that imports it.
+Apart from :mod:`.plan` (which plans the run) and :mod:`.run` (which runs it) so that
+:mod:`.ray_workers` imports it without importing the module that imports it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_INTERRUPTED, EXIT_OK, describe
-from .process import ModelSession
+from ..console import EXIT_INTERRUPTED, EXIT_OK, describe
+from ..run.session import ModelSession
 
 
 def with_attempt(job: dict[str, Any], attempt: int) -> dict[str, Any]:

@@ -24,12 +24,12 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, Q
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.conversions import (BadImageError, camera_info_fields, cloud_fields,
+from ...core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
+from ...core.conversions import (BadImageError, camera_info_fields, cloud_fields,
                                 compressed_to_array, image_fields, image_to_array)
-from ..core.compressed import CompressionConfig
-from ..core.products import OUTPUTS, classes_message, product_messages
-from ..core.geometry.intrinsics import Intrinsics
+from ...core.compressed import CompressionConfig
+from ...core.products import OUTPUTS, classes_message, product_messages
+from ...core.geometry.intrinsics import Intrinsics
 
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
@@ -159,7 +159,7 @@ class TopicInfo:
     count: int
 
 
-class BagInput:
+class BagReader:
     """An open input bag; every failure of the ``rosbags`` reader becomes a one-line BagError."""
 
     def __init__(self, path: str | Path) -> None:
@@ -276,7 +276,7 @@ class CameraInfoIndex:
     frame finds its own even when the CameraInfo was logged after the image. The choice is
     the node's (:mod:`~dense_perception.core.geometry.camera_info_choice`)."""
 
-    def __init__(self, bag: BagInput, connections: list[Any]) -> None:
+    def __init__(self, bag: BagReader, connections: list[Any]) -> None:
         self._history: CameraInfoHistory[tuple[Any, bytes]] = CameraInfoHistory()
         for conn, _, data in (bag.messages(connections) if connections else ()):
             try:

@@ -13,7 +13,7 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   inference with finishing and writing on a second thread, which would take a second core);
   with T >= 2 it overlaps them.
 - Each actor gets the run's settings and options (frozen dataclasses, pickled), builds a
-  ``ModelSession`` (model loaded once) and runs ``fleet_jobs.run_one`` for whole inputs, the
+  ``ModelSession`` (model loaded once) and runs ``jobs.run_one`` for whole inputs, the
   in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
   of memory, node lost) is restarted by Ray (``max_restarts``) and the input is retried once,
@@ -33,10 +33,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import CliError, warn
-from .fleet_jobs import job_row, with_attempt
-from .process_options import ProcessOptions
-from ..core.settings.table import Settings
+from ..console import CliError, warn
+from .jobs import job_row, with_attempt
+from ..options.process_options import ProcessOptions
+from ...core.settings.table import Settings
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 
@@ -50,7 +50,7 @@ def _worker_class(ray: Any) -> Any:
         (max_concurrency=2: ``state`` runs while ``process`` does)."""
 
         def __init__(self, settings: Settings, options: ProcessOptions) -> None:
-            from dense_perception.offline.process import ModelSession
+            from dense_perception.offline.run.session import ModelSession
             # One CPU granted: no overlap thread, so N workers x 1 thread really use N cores.
             self.session = ModelSession(settings, options, overlap=settings.num_threads > 1)
             self.session.pipeline()
@@ -61,7 +61,7 @@ def _worker_class(ray: Any) -> Any:
             return os.getpid(), self.frames
 
         def process(self, job: dict[str, Any]) -> dict[str, Any]:
-            from dense_perception.offline.fleet_jobs import run_one
+            from dense_perception.offline.fleet.jobs import run_one
             return run_one(self.session, job, self._count)
 
         def _count(self, n: int = 1) -> None:
@@ -196,14 +196,14 @@ def _poll(ray: Any, actors: list[Any], busy: dict[Any, tuple[int, dict[str, Any]
 
 
 def _first_line(exc: BaseException) -> str:
-    from .bagio import one_line
+    from ..inputs.bag_io import one_line
     text = str(exc).strip().splitlines()
     return one_line(text[0] if text else type(exc).__name__)
 
 
 def _cause(exc: BaseException) -> str:
     """The line of a Ray error that names the original exception (the last one that does)."""
-    from .bagio import one_line
+    from ..inputs.bag_io import one_line
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     named = [line for line in lines if "Error:" in line or "Exception:" in line]
     return one_line((named or lines or [type(exc).__name__])[-1])

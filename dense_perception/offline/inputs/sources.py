@@ -7,21 +7,40 @@ folder of files for the rest).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from ..core.products import COMPRESSED
-from ..core.timing import StageTimer
+from ...core.compressed import CompressionConfig
+from ...core.motion.trajectory import Trajectory
+from ...core.products import COMPRESSED
+from ...core.scale.metric_scale import ScaleConfig
+from ...core.settings.table import Settings
+from ...core.timing import StageTimer
 from .bag_cameras import bag_cameras, bag_events, camera_scaler, missing_camera_info
 from .bag_motion import open_motion
 from .camera_yaml import calibrated_frames, check_calibration_size
-from .console import CliError, warn
-from .loop import BagTarget, Copy, FolderTarget, Frame, Target
+from ..console import CliError, warn
+from .events import BagTarget, Copy, FolderTarget, Frame, Target
 from .poses import colour_frames, posed_frames
-from .scale_options import reference_stream, scaler_for
+from ..options.process_options import ProcessOptions
+from ..options.scale_options import scaler_for
+from .reference_depth import reference_stream
 
-# The inputs' ``session`` is a ``process.ModelSession`` (its settings, options, keys, scale and
-# calibration); typed Any here because process imports this module, not the other way round.
-Session = Any
+
+class Session(Protocol):
+    """What an input reads of the run, made once per run by the session
+    (:class:`~dense_perception.offline.run.session.ModelSession`, which opens the inputs and
+    so stands above them): its settings and options, the output keys, the scale settings,
+    the calibration file and the trajectory."""
+
+    settings: Settings
+    options: ProcessOptions
+    keys: list[str]
+    depth_format: str                   # npy or png16 depth files
+    compression: CompressionConfig
+    scale: ScaleConfig | None           # None: the metric scale is not estimated
+    trajectory: Trajectory | None       # --poses
+    camera_info: Any                    # --camera-info-yaml: a CameraInfo, or None
+
 
 BAG_COMPRESSED = ("off", "add", "only")  # --compressed: image_transport's topics in the bag
 
@@ -43,7 +62,7 @@ class OfflineInput:
 
     def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
         """Where the frames go: a folder of files (images and videos)."""
-        from .fileio import FolderSink
+        from .file_io import FolderSink
         return FolderTarget(FolderSink(out_path, self.session.keys, self.session.depth_format),
                             summary)
 
@@ -61,7 +80,7 @@ class _FileInput(OfflineInput):
 
     def calibrated(self, events: Iterator[Frame]) -> Iterator[Frame]:
         session = self.session
-        if session.trajectory is not None:  # a sequence with known motion (offline/poses.py)
+        if session.trajectory is not None:  # a sequence with known motion (inputs/poses.py)
             events = posed_frames(events, session.trajectory, self.total,
                                   self.summary.get("video_fps"))
             self.summary["poses"] = session.trajectory.path
@@ -81,9 +100,9 @@ class VideoInput(_FileInput):
     """Any file OpenCV reads as a video; frames stamped at its frame rate."""
 
     def __init__(self, session: Session, path: Path, timer: StageTimer) -> None:
-        from .fileio import VideoInput as VideoFile
+        from .file_io import VideoReader
         super().__init__(session, path, timer)
-        self.video = VideoFile(path)
+        self.video = VideoReader(path)
         self._cleanup.append(self.video.close)
         self.total = self.video.frame_count
         self.check_size(self.video.size)
@@ -111,17 +130,18 @@ class ImagesInput(_FileInput):
 
     def __init__(self, session: Session, path: Path, timer: StageTimer,
                  single: bool) -> None:
-        from . import bagio, fileio
+        from . import bag_io
+        from . import file_io
         super().__init__(session, path, timer)
-        self.paths = [path] if single else colour_frames(fileio.list_images(path))
+        self.paths = [path] if single else colour_frames(file_io.list_images(path))
         if not self.paths:
-            bags = sorted(p.name for p in path.iterdir() if p.suffix.lower() in bagio.BAG_SUFFIXES)
+            bags = sorted(p.name for p in path.iterdir() if p.suffix.lower() in bag_io.BAG_SUFFIXES)
             hint = (f"; for a bag without metadata.yaml pass the file itself, e.g. "
                     f"{path / bags[0]}") if bags else ""
             raise CliError(f"folder '{path}' has no image files "
-                           f"({', '.join(fileio.IMAGE_SUFFIXES)}){hint}")
+                           f"({', '.join(file_io.IMAGE_SUFFIXES)}){hint}")
         if single or session.camera_info is not None:
-            first = fileio.read_image(self.paths[0])  # an unreadable single image is an error
+            first = file_io.read_image(self.paths[0])  # an unreadable single image is an error
             self.check_size((first.shape[1], first.shape[0]))
         self.total = len(self.paths)
         self.description = f"{self.total} image{'s' if self.total != 1 else ''}"
@@ -130,7 +150,7 @@ class ImagesInput(_FileInput):
         return self.calibrated(self._frames())
 
     def _frames(self) -> Iterator[Frame]:
-        from .fileio import InputError, read_image
+        from .file_io import InputError, read_image
         stems = [p.stem for p in self.paths]
         dupes = {s for s in stems if stems.count(s) > 1}
         for index, path in enumerate(self.paths):
@@ -150,13 +170,13 @@ class BagInput(OfflineInput):
 
     def __init__(self, session: Session, path: Path, timer: StageTimer,
                  scaler: Any) -> None:
-        from . import bagio
+        from . import bag_io
         super().__init__(session, path, timer)
         options, settings, keys = session.options, session.settings, session.keys
         if session.camera_info is not None:
             raise CliError("--camera-info-yaml is for image folders and videos; a bag's "
                            "CameraInfo comes from the bag (--camera-info-topic)")
-        self.bag = bagio.BagInput(path)
+        self.bag = bag_io.BagReader(path)
         self._cleanup.append(self.bag.close)
         self.cameras = cameras = bag_cameras(self.bag, options, keys)
         self.motion = open_motion(path, self.bag, options, settings, cameras)  # --odometry-topic
@@ -177,7 +197,7 @@ class BagInput(OfflineInput):
         self.total = sum(int(c.msgcount) for c in image_conns)
         with timer.stage("camera_info_index"):
             for cam in cameras:
-                cam.info_index = bagio.CameraInfoIndex(self.bag, cam.info_conns)
+                cam.info_index = bag_io.CameraInfoIndex(self.bag, cam.info_conns)
         # never another camera's calibration: the guess, said on stderr and in the summary
         self.summary["warnings"] = missing_camera_info(cameras, keys,
                                                        settings.fallback_hfov_deg)
@@ -214,17 +234,17 @@ class BagInput(OfflineInput):
 
     def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
         """A new bag: the input topics first, then the outputs (the order tools list them in)."""
-        from . import bagio
+        from . import bag_io
         session = self.session
-        bag_out = bagio.BagOutput(out_path, session.options.bag_format)
+        bag_out = bag_io.BagOutput(out_path, session.options.bag_format)
         try:
             target = BagTarget(bag_out, self.copy_conns, summary)
-            sinks = {cam.topic: bagio.BagSink(
+            sinks = {cam.topic: bag_io.BagSink(
                 bag_out, cam.namespace, bag_keys(session.keys, session.options.compressed),
                 depth_encoding=session.settings.depth_encoding, compression=session.compression)
                 for cam in self.cameras}
             target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
-                else bagio.CameraSinks(sinks)
+                else bag_io.CameraSinks(sinks)
             return target
         except BaseException:
             bag_out.close()
@@ -233,7 +253,7 @@ class BagInput(OfflineInput):
 
 def open_input(session: Session, path: Path, kind: str, timer: StageTimer,
                scaler: Any) -> OfflineInput:
-    """The input at ``path`` of ``kind`` (``process.input_kind``), opened."""
+    """The input at ``path`` of ``kind`` (``run.session.input_kind``), opened."""
     if kind == "bag":
         return BagInput(session, path, timer, scaler)
     if kind == "video":

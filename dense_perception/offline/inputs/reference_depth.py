@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.conversions import image_msg_to_array
-from ..core.scale.estimators import reference_to_metres
-from .bagio import BagError, BagInput, one_line
+from ...core.conversions import image_msg_to_array
+from ...core.scale.metric_scale import DepthScaler
+from ...core.scale.estimators import reference_to_metres
+from .bag_io import BagError, BagReader, one_line
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 
@@ -28,7 +29,7 @@ class ReferenceDepthStream:
     """``lookup(stamp)``: the reference depth (metres) nearest ``stamp`` within ``slop`` s."""
 
     def __init__(self, path: str | Path, topic: str, slop: float) -> None:
-        self._bag = BagInput(path)
+        self._bag = BagReader(path)
         conns = [c for c in self._bag.connections if c.topic == topic]
         if not conns:
             depth_topics = sorted({c.topic for c in self._bag.connections
@@ -80,3 +81,12 @@ class ReferenceDepthStream:
 
     def close(self) -> None:
         self._bag.close()
+
+
+def reference_stream(bag_path: Path, scaler: DepthScaler | None, topic: str | None,
+                     slop: float) -> ReferenceDepthStream | None:
+    """The bag's reference depth reader (``topic``, matched within ``slop`` s) when the scaler
+    needs one, else None."""
+    if scaler is None or scaler.config.source != "reference_depth":
+        return None
+    return ReferenceDepthStream(bag_path, topic, slop)

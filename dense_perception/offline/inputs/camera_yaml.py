@@ -17,10 +17,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core.geometry.camera_model import CameraModel
-from .bagio import CAMERA_INFO, TYPESTORE
-from .fileio import InputError
-from .loop import Frame
+from ...core.geometry.camera_model import CameraModel
+from .bag_io import CAMERA_INFO, TYPESTORE
+from .file_io import InputError
+from .events import Frame
 
 _T = TYPESTORE.types
 _IDENTITY = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]

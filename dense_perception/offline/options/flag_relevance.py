@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..core.model.specs import ModelSpec
-from ..core.settings.relevance import INPUT_WORDS, Where, ignored_settings
-from ..core.settings.table import Settings
-from .console import CliError
+from ...core.model.specs import ModelSpec
+from ...core.settings.relevance import INPUT_WORDS, Where, ignored_settings
+from ...core.settings.table import Settings
+from ..console import CliError
 from .process_options import BAG_ONLY, ProcessOptions
 from .settings_args import OFFLINE
 
 
 def run_where(spec: ModelSpec, kind: str, options: ProcessOptions) -> Where:
-    """One input of ``kind`` (``process.input_kind``) with this model and these options."""
+    """One input of ``kind`` (``run.session.input_kind``) with this model and these options."""
     return Where(spec.kind, spec.metric_depth, kind,
                  camera_info_file=options.camera_info_yaml is not None,
                  compressed=kind == "bag" and options.compressed != "off",

@@ -18,14 +18,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core.geometry.camera_info_choice import stamp_ns
-from ..core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
+from ...core.geometry.camera_info_choice import stamp_ns
+from ...core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
                                     given_mountings, transform_matrix)
-from ..core.motion.pose import invert
-from ..core.settings.table import Settings
-from .bagio import BagError, BagInput, one_line
-from .console import CliError, warn
-from .settings_args import OFFLINE
+from ...core.motion.pose import invert
+from ...core.settings.table import Settings
+from .bag_io import BagError, BagReader, one_line
+from ..console import CliError, warn
+from ..options.settings_args import OFFLINE
 
 ODOMETRY = "nav_msgs/msg/Odometry"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
@@ -33,7 +33,7 @@ TF_STATIC = "/tf_static"
 HISTORY_S = 60.0  # odometry kept behind the newest read: several cameras' frames interleave
 
 
-def static_frames(bag: BagInput) -> dict[str, tuple[str, np.ndarray]]:
+def static_frames(bag: BagReader) -> dict[str, tuple[str, np.ndarray]]:
     """The bag's ``/tf_static``: child frame -> (parent frame, parent_from_child 4x4). A
     transform whose rotation is not a unit quaternion is left out (it is no mounting)."""
     conns = [c for c in bag.connections if c.topic == TF_STATIC and c.msgtype == TF_MESSAGE]
@@ -71,7 +71,7 @@ class OdometryStream:
     pose at an image stamp, reading ahead just past it."""
 
     def __init__(self, path: Path, topic: str, tolerance_s: float, max_gap_s: float) -> None:
-        self._bag = BagInput(path)
+        self._bag = BagReader(path)
         topic = "/" + topic.lstrip("/")
         conns = [c for c in self._bag.connections if c.topic == topic]
         if not conns or any(c.msgtype != ODOMETRY for c in conns):
@@ -130,7 +130,7 @@ class OdometryStream:
 class BagMotion:
     """The cameras' poses of a bag (``--odometry-topic``), with a tally for summary.json."""
 
-    def __init__(self, path: Path, bag: BagInput, topic: str, settings: Settings,
+    def __init__(self, path: Path, bag: BagReader, topic: str, settings: Settings,
                  cameras: list[Any]) -> None:
         """``cameras``: the bag's (``bag_cameras.BagCamera``), in the order of ``--topic``.
         CliError when the odometry topic or a camera's mounting cannot be had."""
@@ -148,7 +148,7 @@ class BagMotion:
                                       "frames_with_motion": 0, "frames_without_motion": {},
                                       "odometry_refused": self.stream.refused}
 
-    def _mountings(self, bag: BagInput, settings: Settings, cameras: list[Any]
+    def _mountings(self, bag: BagReader, settings: Settings, cameras: list[Any]
                    ) -> dict[str, tuple[np.ndarray, str]]:
         """Each camera's (base_from_camera, where it came from)."""
         if given_mountings(settings.camera_in_base):
@@ -190,7 +190,7 @@ class BagMotion:
         self.stream.close()
 
 
-def _camera_frame(bag: BagInput, image_conns: list[Any]) -> str:
+def _camera_frame(bag: BagReader, image_conns: list[Any]) -> str:
     """The camera's frame: the ``header.frame_id`` of its first image message."""
     messages = bag.messages(image_conns)
     try:
@@ -206,7 +206,7 @@ def _camera_frame(bag: BagInput, image_conns: list[Any]) -> str:
     return ""
 
 
-def open_motion(path: Path, bag: BagInput, options: Any, settings: Settings,
+def open_motion(path: Path, bag: BagReader, options: Any, settings: Settings,
                 cameras: list[Any]) -> BagMotion | None:
     """The bag's motion for ``--odometry-topic`` (``options``: the ``ProcessOptions``), or None
     without it; CliError when what was asked needs it, or for several cameras."""

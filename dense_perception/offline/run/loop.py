@@ -16,43 +16,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-import numpy as np
 
-from ..core.scale.metric_scale import ScaleTally
-from ..core.pipeline import DensePipeline
-from ..core.frame_data import Request
-from ..core.scheduling.two_stage import OrderedTwoStage
-from . import console
-from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,
+from ...core.scale.metric_scale import ScaleTally
+from ...core.pipeline import DensePipeline
+from ...core.frame_data import Request
+from ...core.scheduling.two_stage import OrderedTwoStage
+from .. import console
+from ..inputs.events import Copy, Frame, Target
+from ..console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, describe, interactive,
                       is_user_error, warn)
-
-
-@dataclass
-class Frame:
-    """One input frame (``image`` None when it cannot be used; ``problem`` says why)."""
-
-    index: int
-    stem: str
-    image: np.ndarray | None
-    encoding: str = "bgr8"
-    problem: str = ""
-    header: Any = None          # bag input: the image message's header (outputs carry it)
-    log_time: int = 0           # bag input: the image message's log time (ns)
-    camera_info: Any = None     # bag input: the CameraInfo used
-    camera_info_note: str = ""
-    time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
-    reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
-    camera: str = ""            # bag input: the image topic (several --topic: the camera)
-    pose: Any = None            # 4x4 world_from_camera (optical frame) when the motion is known
-
-
-@dataclass
-class Copy:
-    """An input bag message to copy unchanged into the output bag."""
-
-    conn: Any
-    log_time: int
-    data: bytes
 
 
 @dataclass
@@ -64,70 +36,6 @@ class RunStats:
     guessed_intrinsics: int = 0
     intrinsics: dict[str, dict[str, Any]] = field(default_factory=dict)
     reject_reasons: dict[str, int] = field(default_factory=dict)
-
-
-# ---- targets: where finished frames go --------------------------------------------------------
-class Target:
-    """Where finished frames go."""
-
-    def frame(self, frame: Frame, products: Any) -> None: ...
-    def copy(self, item: Copy) -> None: ...
-    def close(self, summary: dict[str, Any]) -> None: ...
-
-
-class FolderTarget(Target):
-    """A folder of files per product (``fileio.FolderSink``) and summary.json."""
-
-    def __init__(self, sink: Any, summary: dict[str, Any]) -> None:
-        self.sink = sink
-
-    def frame(self, frame: Frame, products: Any) -> None:
-        self.sink.write(frame.stem, products)
-
-    def close(self, summary: dict[str, Any]) -> None:
-        from .fileio import write_json
-        summary["files"] = dict(self.sink.counts)
-        write_json(self.sink.root / "summary.json", summary)
-
-
-class BagTarget(Target):
-    """A new bag: copied input topics, the node's output topics, and summary.json beside it."""
-
-    sink: Any  # bagio.BagSink, set once the copied connections are in
-
-    def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:
-        self.out = out
-        self._copy: dict[int, Any] = {}
-        skipped = []
-        for conn in copy_conns:
-            made = out.copy_connection(conn)
-            if made is None:
-                skipped.append(conn.topic)
-            else:
-                self._copy[conn.id] = made
-        if skipped:
-            warn(f"not copied (no message definition in the bag): {', '.join(sorted(skipped))}")
-        summary["not_copied"] = sorted(skipped)
-
-    def frame(self, frame: Frame, products: Any) -> None:
-        write_frame = getattr(self.sink, "write_frame", None)  # several cameras: theirs
-        if write_frame is not None:
-            write_frame(frame.camera, products, frame.header, frame.log_time)
-        else:
-            self.sink.write(products, frame.header, frame.log_time)
-
-    def copy(self, item: Copy) -> None:
-        conn = self._copy.get(item.conn.id)
-        if conn is not None:
-            self.out.write_raw(conn, item.log_time, item.data)
-
-    def close(self, summary: dict[str, Any]) -> None:
-        from .fileio import write_json
-        try:
-            self.out.close()
-        finally:
-            summary["messages"] = dict(sorted(self.out.counts.items()))
-            write_json(self.out.path / "summary.json", summary)
 
 
 # ---- the loop -----------------------------------------------------------------------------------
@@ -245,7 +153,7 @@ def _feed(iterator: Iterator[Frame | Copy], stages: OrderedTwoStage, writer: _Fr
 def _close_run(writer: _FrameWriter, summary: dict[str, Any], total: int | None,
                elapsed: float, interrupted: bool, error: Exception | None) -> None:
     """Complete ``summary`` and close the target (which writes it), Ctrl-C held off."""
-    from .fileio import timing_summary
+    from ..inputs.file_io import timing_summary
     stats = writer.stats
     previous = _ignore_sigint()
     try:

@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
-from ..core.motion.trajectory import Trajectory, TrajectoryError, read_tum
-from .loop import Frame
-from .scale_options import ScaleOptionError
+from ...core.motion.trajectory import Trajectory, TrajectoryError, read_tum
+from .events import Frame
+from ..options.scale_options import ScaleOptionError
 
 COMPANION = re.compile(r"^(?P<stem>.+)\.(?P<kind>depth|color|rgb)\.[^.]+$", re.IGNORECASE)
 

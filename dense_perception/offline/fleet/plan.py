@@ -1,4 +1,4 @@
-"""Many inputs to one ``process`` command: a fleet's bags, one output each, one summary.
+"""The plan of many inputs to one ``process`` command: a fleet's bags, one output each.
 
     dense-perception process 'bags/*.mcap' day2/run7 @more.txt --model M --out OUT [--ray]
 
@@ -17,38 +17,28 @@ interrupted), frames done and skipped, fps, wall time, retries, worker and the o
 The exit status is 2 when any input failed, 130 after Ctrl-C.
 
 Without ``--ray`` the inputs run one after another in this process with one loaded model; with
-``--ray`` (``fleet_ray``) Ray actors each load the model once and call the same
-:func:`run_one` per input. Either way every frame goes through
-``ModelSession.process_input`` (``process``).
+``--ray`` (``ray_workers.py``) Ray actors each load the model once and call the same
+:func:`~.jobs.run_one` per input (``run.py``). Either way every frame goes through
+``ModelSession.process_input`` (``run/session.py``).
 """
 
 from __future__ import annotations
 
-import csv
 import glob
 import hashlib
-import json
 import os
 import re
 import shutil
-import sys
-import time
-import uuid
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any, Callable
+from typing import Any
 
-from .console import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, CliError, interactive,
-                      say)
-from .fleet_jobs import (finished_summary, frame_counts, job_row, made_by_run,
-                         run_one, with_attempt)
-from .process import ModelSession, input_kind
-from .process_options import GLOB, ProcessOptions
-from ..core.settings.table import PARAMS, Settings
+from ...core.settings.table import PARAMS, Settings
+from ..console import PROG, CliError, say
+from ..options.process_options import GLOB, ProcessOptions
+from ..run.session import input_kind
+from .jobs import finished_summary, frame_counts, job_row, with_attempt
 
-FLEET_JSON, FLEET_CSV = "fleet_summary.json", "fleet_summary.csv"
-CSV_COLUMNS = ("input", "output", "status", "frames", "skipped_frames", "fps", "seconds",
-               "retries", "worker", "error")
 # The settings in the reuse key: every offline setting of the table marked affects_output
 # (a finished output made with other values is redone), but the model's path: the model file
 # is in the key by its SHA-256. The command's own options: ProcessOptions.output_values.
@@ -117,7 +107,7 @@ def fleet_inputs(items: list[str] | tuple[str, ...], inputs_from: str | None,
 
 
 def first_kind(path: Path) -> str:
-    """The kind of a run's first input (``process.input_kind``), for the session's scale
+    """The kind of a run's first input (``run.session.input_kind``), for the session's scale
     check; a missing or unreadable one counts as a bag (it fails alone, later)."""
     try:
         return input_kind(path)
@@ -219,18 +209,19 @@ def job_key(settings: Settings, options: ProcessOptions, model_path: str,
 
 def frame_count(path: Path, options: ProcessOptions) -> int:
     """Frames an input should give, for the progress bar (0 when not known cheaply)."""
-    from . import bagio, fileio
+    from ..inputs import bag_io
+    from ..inputs import file_io
     try:
         kind = input_kind(path)
         if kind == "bag":
-            bag = bagio.BagInput(path)
+            bag = bag_io.BagReader(path)
             try:
                 count = sum(int(c.msgcount) for topic in (options.topics or (None,))
                             for c in bag.image_connections(topic))
             finally:
                 bag.close()
         elif kind == "images":
-            count = len(fileio.list_images(path))
+            count = len(file_io.list_images(path))
         else:
             count = 1 if kind == "image" else 0
     except Exception:  # noqa: BLE001 - a damaged input is reported when it is processed
@@ -238,70 +229,7 @@ def frame_count(path: Path, options: ProcessOptions) -> int:
     return min(count, options.max_frames) if options.max_frames else count
 
 
-# ---- the run ----------------------------------------------------------------------------------
-def run_fleet(session: ModelSession, paths: list[Path],
-              watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """``process`` over many inputs (``paths``: :func:`fleet_inputs`) with the session cli.py
-    made: returns the exit status (see the module docstring)."""
-    from tqdm import tqdm
-    options = session.options
-    out_dir = Path(options.out)
-    key = job_key(session.settings, options, session.model_path, session.groups)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run = uuid.uuid4().hex[:12]  # names this run's temporary folders and finished summaries
-    removed = remove_leftovers(out_dir, run)
-    if removed:
-        say(f"{PROG}: removed {len(removed)} unfinished output(s) of earlier runs from {out_dir}")
-
-    rows, jobs = _skipped_and_to_do(make_jobs(paths, out_dir, key, run), options)
-    where = "Ray" if options.ray is not None else "this process"
-    say(f"{PROG}: {len(paths)} inputs, {len(jobs)} to do on {where} -> {out_dir}")
-
-    bar = tqdm(total=sum(j["frames"] for j in jobs), unit="frame", dynamic_ncols=True,
-               disable=not interactive(), file=sys.stderr, smoothing=0.1)
-    started = time.monotonic()
-    interrupted = False
-    meta: dict[str, Any] = {"ray": None, "workers": 1,
-                            "threads_per_worker": session.settings.num_threads}
-
-    def finished(row: dict[str, Any], index: int) -> None:
-        rows[index] = row
-        say(_row_line(row, len(rows), len(paths)))
-
-    try:
-        if options.ray is not None and jobs:
-            from .fleet_ray import run_on_ray
-            meta = run_on_ray(session.settings, options, jobs, bar.update, finished, watch)
-        else:
-            for job in jobs:
-                row = run_one(session, job, bar.update)
-                finished(row, job["index"])
-                if row["status"] == "interrupted":
-                    interrupted = True
-                    break
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        bar.close()
-        seconds = time.monotonic() - started
-        for job in jobs:
-            if job["index"] not in rows:  # not reported back: finished meanwhile, or not
-                rows[job["index"]] = _row_of_unreported(job)
-        report = {"model": session.model_path, "model_sha256": key["model_sha256"],
-                  "options": key["options"], "run": run, **meta,
-                  **_tally([rows[i] for i in sorted(rows)], seconds, interrupted)}
-        write_fleet_summary(out_dir, report)
-    counts = report["counts"]
-    say(f"{PROG}: {report['inputs_total']} inputs: {counts['done']} done, {counts['skipped']} "
-        f"skipped, {counts['failed']} failed{', interrupted' if interrupted else ''}; "
-        f"{report['frames']} frames in {seconds:.1f} s ({report['fps'] or 0:.2f} fps) -> "
-        f"{out_dir / FLEET_JSON}")
-    if interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_ERROR if counts["failed"] else EXIT_OK
-
-
-def _skipped_and_to_do(jobs: list[dict[str, Any]], options: ProcessOptions
+def skipped_and_to_do(jobs: list[dict[str, Any]], options: ProcessOptions
                        ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
     """(the summary rows of the inputs whose output is complete for this key, said as
     skipped; the jobs still to do, each with the frames it should give for the progress bar)."""
@@ -319,49 +247,3 @@ def _skipped_and_to_do(jobs: list[dict[str, Any]], options: ProcessOptions
         say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
             f"complete (--force redoes it)")
     return rows, to_do
-
-
-def _tally(table: list[dict[str, Any]], seconds: float, interrupted: bool) -> dict[str, Any]:
-    """The fleet summary's totals over its rows (``table``, in input order) and the rows."""
-    frames = sum(r["frames"] for r in table if r["status"] != "skipped")
-    return {"inputs_total": len(table), "seconds": round(seconds, 3), "frames": frames,
-            "fps": round(frames / seconds, 3) if seconds > 0 else None,
-            "interrupted": interrupted,
-            "counts": {s: sum(r["status"] == s for r in table)
-                       for s in ("done", "skipped", "failed", "interrupted")},
-            "inputs": table}
-
-
-def _row_of_unreported(job: dict[str, Any]) -> dict[str, Any]:
-    """The row of an input whose result never reached this process (Ctrl-C): ``done`` when
-    an attempt of this run completed its output (renamed into place), else ``interrupted``."""
-    row = job_row(job, "interrupted")
-    summary = made_by_run(Path(job["final"]), job)
-    if summary is not None:
-        row.update(frame_counts(summary), status="done", seconds=summary.get("seconds"))
-    return row
-
-
-def _row_line(row: dict[str, Any], n: int, total: int) -> str:
-    name = Path(row["input"]).name
-    retry = f" (retried {row['retries']}x)" if row["retries"] else ""
-    if row["status"] == "done":
-        extra = f", {row['skipped_frames']} skipped" if row["skipped_frames"] else ""
-        return (f"{PROG}: [{n}/{total}] {name}: {row['frames']} frames{extra} in "
-                f"{row['seconds']:.1f} s ({row['fps'] or 0:.2f} fps){retry} -> {row['output']}")
-    return f"{PROG}: [{n}/{total}] {name}: {row['status']}{retry}: {row['error'] or 'stopped'}"
-
-
-def write_fleet_summary(out_dir: Path, report: dict[str, Any]) -> None:
-    """fleet_summary.json (everything) and fleet_summary.csv (one row per input), each written
-    to a temporary file and renamed."""
-    tmp = out_dir / f".{FLEET_JSON}.tmp"
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    os.replace(tmp, out_dir / FLEET_JSON)
-    tmp = out_dir / f".{FLEET_CSV}.tmp"
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, CSV_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for row in report["inputs"]:
-            writer.writerow({k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS})
-    os.replace(tmp, out_dir / FLEET_CSV)

@@ -2,8 +2,8 @@
 per input.
 
 Kept apart from cli.py so the command only hooks them in. The scale settings are checked once
-per run (``core/settings/derived.py``: :func:`~dense_perception.core.settings.derived.depth_units_problem`,
-from the :class:`~dense_perception.offline.process.ModelSession`); here each input gets its
+per run (:func:`~dense_perception.core.settings.derived.depth_units_problem`, from the
+:class:`~dense_perception.offline.run.session.ModelSession`); here each input gets its
 scaler from the run's :class:`ScaleConfig`. The estimation itself is
 :mod:`dense_perception.core.scale.metric_scale`, the same code the node runs.
 """
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
-from ..core.scale.metric_scale import DepthScaler, ScaleConfig
+from ...core.scale.metric_scale import DepthScaler, ScaleConfig
 
 
 class ScaleOptionError(ValueError):
@@ -37,7 +35,7 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
 
 def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | None,
                sequence: bool = False) -> DepthScaler | None:
-    """A new scaler for one input of ``kind`` (``process.input_kind``) from the run's scale
+    """A new scaler for one input of ``kind`` (``run.session.input_kind``) from the run's scale
     settings (``config``; None: the scale is not estimated, so no scaler); ScaleOptionError
     when this input cannot give the scale they ask for.
 
@@ -56,12 +54,3 @@ def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | Non
                                "--poses FILE (TUM, camera-to-world of the optical frame)")
     return DepthScaler(replace(config, per_frame=kind in ("image", "images") and not sequence))
 
-
-def reference_stream(bag_path: Path, scaler: DepthScaler | None, topic: str | None,
-                     slop: float) -> Any:
-    """The bag's reference depth reader (``topic``, matched within ``slop`` s) when the scaler
-    needs one, else None."""
-    if scaler is None or scaler.config.source != "reference_depth":
-        return None
-    from .reference_depth import ReferenceDepthStream
-    return ReferenceDepthStream(bag_path, topic, slop)

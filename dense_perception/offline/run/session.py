@@ -2,8 +2,9 @@
 
 INPUT is an image file, a folder of images, a video (anything OpenCV reads) or a ROS 2 bag
 (rosbag2 folder with MCAP or sqlite3 storage, or a bare .mcap / .db3 file). Images and videos
-give a folder of files (see ``fileio``); a bag gives a new bag with the input topics plus the
-node's output topics (see ``bagio``). The frames go through ``loop.run_frames``.
+give a folder of files (see ``inputs/file_io.py``); a bag gives a new bag with the input
+topics plus the node's output topics (see ``inputs/bag_io.py``). The frames go through
+``loop.run_frames``.
 
 A :class:`ModelSession` holds the model, the run's settings and the command's options;
 :meth:`ModelSession.process_input` runs it over one input. cli.py makes the session once; one
@@ -16,26 +17,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.model.specs import ModelSpec
-from ..core.model.detection import detect_model_spec
-from ..core.backends.native_log import quiet_native_stderr, with_gpu_reason
-from ..core.pipeline import DensePipeline, load_pipeline
-from ..core.products import OUTPUT_GROUPS, available_groups, request_for
-from ..core.backends.runner import (ModelLoadError, check_model_file, litert_version,
+from ...core.model.specs import ModelSpec
+from ...core.model.detection import detect_model_spec
+from ...core.backends.native_log import quiet_native_stderr, with_gpu_reason
+from ...core.pipeline import DensePipeline, load_pipeline
+from ...core.products import OUTPUT_GROUPS, available_groups, request_for
+from ...core.backends.runner import (ModelLoadError, check_model_file, litert_version,
                                     resolve_model_path)
-from ..core.settings.derived import (compression_config, default_confidence, depth_options,
+from ...core.settings.derived import (compression_config, default_confidence, depth_options,
                              depth_units_problem, estimates_scale, scale_config)
-from ..core.settings.table import Settings
-from ..core.timing import StageTimer
-from .camera_yaml import load_camera_info_yaml
-from .console import PROG, CliError, warn
-from .inputs import open_input
+from ...core.settings.table import Settings
+from ...core.timing import StageTimer
+from ..inputs.camera_yaml import load_camera_info_yaml
+from ..console import PROG, CliError, warn
+from ..inputs.sources import open_input
 from .loop import run_frames
-from .process_options import ProcessOptions
-from .poses import load_poses
-from .scale_options import ScaleOptionError, scaler_for
-from ..core.motion.camera_motion import CameraMotion, motion_config
-from .settings_args import DEPTH_FORMATS, OFFLINE
+from ..options.process_options import ProcessOptions
+from ..inputs.poses import load_poses
+from ..options.scale_options import ScaleOptionError, scaler_for
+from ...core.motion.camera_motion import CameraMotion, motion_config
+from ..options.settings_args import DEPTH_FORMATS, OFFLINE
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
@@ -66,8 +67,8 @@ def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
 # ---- inputs -------------------------------------------------------------------------------------
 def input_kind(path: Path) -> str:
     """What ``path`` is: bag, images (a folder), image or video; InputError when missing."""
-    from .bagio import is_bag
-    from .fileio import InputError, is_image_file
+    from ..inputs.bag_io import is_bag
+    from ..inputs.file_io import InputError, is_image_file
     if not path.exists():
         raise InputError(f"input '{path}' does not exist")
     if is_bag(path):
@@ -176,7 +177,7 @@ class ModelSession:
         ``run_frames``. Errors before the first frame (a missing input, a wrong topic, ...)
         raise.
         """
-        from . import fileio
+        from ..inputs import file_io
         max_frames = self.options.max_frames
         kind = input_kind(in_path)
         if out_path.resolve() == in_path.resolve():
@@ -187,7 +188,7 @@ class ModelSession:
         motion = None if self.trajectory is None and not (
             kind == "bag" and self.options.odometry_topic) else \
             CameraMotion(motion_config(self.settings))  # one camera's motion state
-        fileio.check_new_output(out_path)
+        file_io.check_new_output(out_path)
         timer = StageTimer(window=TIMER_WINDOW)
         summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
                                    "output": str(final_out or out_path)}

@@ -29,9 +29,9 @@ from typing import Any, Iterator
 import cv2
 import numpy as np
 
-from ..core import postprocess as post
-from ..core.products import COMPRESSED
-from ..core.timing import StageStats
+from ...core import postprocess as post
+from ...core.products import COMPRESSED
+from ...core.timing import StageStats
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm",
                   ".pnm", ".jp2")
@@ -68,7 +68,7 @@ def read_image(path: Path) -> np.ndarray:
     return frame
 
 
-class VideoInput:
+class VideoReader:
     """A video file read with OpenCV; InputError when it cannot be opened or has no frame."""
 
     def __init__(self, path: Path) -> None:

@@ -1,0 +1,2 @@
+"""Many inputs in one run: the plan (which inputs, their output names, the reuse key), each job
+run and tallied in this process or on Ray workers, and the fleet summary."""

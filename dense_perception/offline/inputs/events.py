@@ -1,0 +1,105 @@
+"""What an input gives the frame loop (its frames, and the bag messages it copies through) and
+where the finished frames go (a folder of files or a new bag): the types the inputs and the
+loop (:mod:`dense_perception.offline.run.loop`) share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..console import warn
+
+
+@dataclass
+class Frame:
+    """One input frame (``image`` None when it cannot be used; ``problem`` says why)."""
+
+    index: int
+    stem: str
+    image: np.ndarray | None
+    encoding: str = "bgr8"
+    problem: str = ""
+    header: Any = None          # bag input: the image message's header (outputs carry it)
+    log_time: int = 0           # bag input: the image message's log time (ns)
+    camera_info: Any = None     # bag input: the CameraInfo used
+    camera_info_note: str = ""
+    time: float = 0.0           # s: the header stamp (bag), frame time (video), index (images)
+    reference: Any = None       # metric reference depth for this frame (bag, reference_depth)
+    camera: str = ""            # bag input: the image topic (several --topic: the camera)
+    pose: Any = None            # 4x4 world_from_camera (optical frame) when the motion is known
+
+
+@dataclass
+class Copy:
+    """An input bag message to copy unchanged into the output bag."""
+
+    conn: Any
+    log_time: int
+    data: bytes
+
+
+# ---- targets: where finished frames go --------------------------------------------------------
+class Target:
+    """Where finished frames go."""
+
+    def frame(self, frame: Frame, products: Any) -> None: ...
+    def copy(self, item: Copy) -> None: ...
+    def close(self, summary: dict[str, Any]) -> None: ...
+
+
+class FolderTarget(Target):
+    """A folder of files per product (``file_io.FolderSink``) and summary.json."""
+
+    def __init__(self, sink: Any, summary: dict[str, Any]) -> None:
+        self.sink = sink
+
+    def frame(self, frame: Frame, products: Any) -> None:
+        self.sink.write(frame.stem, products)
+
+    def close(self, summary: dict[str, Any]) -> None:
+        from .file_io import write_json
+        summary["files"] = dict(self.sink.counts)
+        write_json(self.sink.root / "summary.json", summary)
+
+
+class BagTarget(Target):
+    """A new bag: copied input topics, the node's output topics, and summary.json beside it."""
+
+    sink: Any  # bag_io.BagSink, set once the copied connections are in
+
+    def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:
+        self.out = out
+        self._copy: dict[int, Any] = {}
+        skipped = []
+        for conn in copy_conns:
+            made = out.copy_connection(conn)
+            if made is None:
+                skipped.append(conn.topic)
+            else:
+                self._copy[conn.id] = made
+        if skipped:
+            warn(f"not copied (no message definition in the bag): {', '.join(sorted(skipped))}")
+        summary["not_copied"] = sorted(skipped)
+
+    def frame(self, frame: Frame, products: Any) -> None:
+        write_frame = getattr(self.sink, "write_frame", None)  # several cameras: theirs
+        if write_frame is not None:
+            write_frame(frame.camera, products, frame.header, frame.log_time)
+        else:
+            self.sink.write(products, frame.header, frame.log_time)
+
+    def copy(self, item: Copy) -> None:
+        conn = self._copy.get(item.conn.id)
+        if conn is not None:
+            self.out.write_raw(conn, item.log_time, item.data)
+
+    def close(self, summary: dict[str, Any]) -> None:
+        from .file_io import write_json
+        try:
+            self.out.close()
+        finally:
+            summary["messages"] = dict(sorted(self.out.counts.items()))
+            write_json(self.out.path / "summary.json", summary)
