@@ -75,7 +75,8 @@ def test_fuzzed_stream_over_dds():
     try:
         h.wait_matched(("depth/image", "points"))
         p = h.perception
-        stats = p.stats
+        camera = p.channels[0]  # the single default camera
+        stats = camera.stats
 
         def handled():
             return stats.processed + stats.rejected + stats.failed + stats.idle \
@@ -101,7 +102,7 @@ def test_fuzzed_stream_over_dds():
             h.image_pub.publish(msg)
             sent[outcome] += 1
             # The event itself: this message received and handled, before the next is sent.
-            wait_until(lambda n=i + 1: p.in_rate.total == n and handled() == n, 30,
+            wait_until(lambda n=i + 1: camera.in_rate.total == n and handled() == n, 30,
                        f"message {i} handled")
             if i == 100:
                 baseline = own_rss_mb()

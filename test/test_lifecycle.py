@@ -58,7 +58,8 @@ def test_lifecycle_transitions_over_dds():
         transition(Transition.TRANSITION_CONFIGURE)
         assert state() == State.PRIMARY_STATE_INACTIVE and len(loads) == 1
         wait_until(depth_publisher_exists, GRAPH_TIMEOUT, "depth/image advertised")
-        wait_until(lambda: h.perception.outputs.listened(), GRAPH_TIMEOUT, "our subscription matched")
+        wait_until(lambda: h.perception.channels[0].outputs.listened(), GRAPH_TIMEOUT,
+                   "our subscription matched")
         h.diagnostics(lambda d: d[1].startswith("inactive"))
         assert not h.camera_subscribed()
 

@@ -159,7 +159,8 @@ def test_the_node_publishes_what_the_example_wires():
             return set.intersection(*stamps)
         # Best-effort subscriptions: a lost sample is allowed, so frames go until one arrives.
         for sec in range(1, 6):
-            h.wait_until(lambda: h.perception.camera.subscribed, 10, "camera subscribed")
+            h.wait_until(lambda: h.perception.channels[0].camera.subscribed, 10,
+                         "camera subscribed")
             h.publish_frame(frame, h.header(sec=sec), info=camera_info(640, 480, fx=520.0))
             with cond:
                 if cond.wait_for(complete, timeout=10):

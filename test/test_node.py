@@ -151,9 +151,10 @@ def test_newest_frame_wins_without_backlog(harness_factory):
                         subscribe=("depth/image",))
     h.wait_matched(("depth/image",))
     p = h.perception
+    camera = p.channels[0]  # the single default camera
     started = time.monotonic()
     h.player.start(np.zeros((480, 640, 3), np.uint8), fps=30)  # a 30 fps camera
-    wait_until(lambda: p.in_rate.total >= 30, 20, "30 frames received")
+    wait_until(lambda: camera.in_rate.total >= 30, 20, "30 frames received")
     h.player.stop()
     elapsed = time.monotonic() - started
     last = h.player.last_header
@@ -162,17 +163,17 @@ def test_newest_frame_wins_without_backlog(harness_factory):
     newest = h.wait_for("depth/image", where=lambda m: m.header.stamp.sec == last.stamp.sec
                         and abs(m.header.stamp.nanosec - last.stamp.nanosec) < 2e8, timeout=5)
     assert newest
-    stats = p.stats
+    stats = camera.stats
 
     def accounted():
         return stats.processed + stats.rejected + stats.failed + stats.idle \
-            + p.frames_dropped == p.in_rate.total
+            + p.frames_dropped == camera.in_rate.total
     wait_until(accounted, 5, "every received frame processed or dropped")
     h.wait_for("depth/image", count=stats.processed)  # every published output arrives
     outputs = len(h.received["depth/image"])
     assert hooks[0].runs == stats.processed == outputs  # one output per inference
     assert outputs <= (time.monotonic() - started) / 0.4 + 1  # not one per frame
-    assert p.frames_dropped == p.in_rate.total - outputs >= 30 - elapsed / 0.4 - 2
+    assert p.frames_dropped == camera.in_rate.total - outputs >= 30 - elapsed / 0.4 - 2
 
 
 def bad_image(**fields):
@@ -194,11 +195,12 @@ def test_bad_frames_are_skipped_and_the_node_lives_on(harness_factory):
         msg.header = h.header()
         h.image_pub.publish(msg)
         # One at a time (the slot keeps only the newest): wait until this one is refused.
-        wait_until(lambda i=i: h.perception.stats.rejected == i, 10, f"bad frame {i} refused")
+        wait_until(lambda i=i: h.perception.channels[0].stats.rejected == i, 10,
+                   f"bad frame {i} refused")
     good = h.header()
     h.publish_frame(np.zeros((48, 64, 3), np.uint8), good)
     assert h.wait_for("depth/image", where=lambda m: m.header.stamp == good.stamp)
-    assert h.perception.stats.failed == 0
+    assert h.perception.channels[0].stats.failed == 0
 
 
 def test_missing_camera_info_uses_fallback_and_warns(harness_factory):
@@ -222,7 +224,7 @@ def test_camera_is_subscribed_only_while_an_output_is(harness_factory):
     h.diagnostics()  # the node is up and spinning
     # Nobody listens: the node does not even subscribe, so frames cost it nothing. (The graph
     # is checked with a wait: it may still list an earlier test's node for a moment.)
-    assert not h.perception.camera.subscribed
+    assert not h.perception.channels[0].camera.subscribed
     wait_until(lambda: not h.camera_subscribed(), GRAPH_TIMEOUT, "no camera subscription in the graph")
     h.subscribe("depth/image")
     h.wait_matched(("depth/image",))
@@ -340,7 +342,8 @@ def test_invoke_failure_mid_run_recovers(harness_factory):
     hooks[0].fail = True
     for i in range(1, 4):
         h.publish_frame(np.zeros((48, 64, 3), np.uint8), h.header(), info=info)
-        wait_until(lambda i=i: h.perception.stats.failed == i, 10, f"frame {i} failed")
+        wait_until(lambda i=i: h.perception.channels[0].stats.failed == i, 10,
+                   f"frame {i} failed")
     level, message, values = h.diagnostics(lambda d: d[0] == ERROR)
     assert "injected invoke failure" in message and values["frames failed"] == "3"
     hooks[0].fail = False

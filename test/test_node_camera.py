@@ -165,7 +165,7 @@ def test_latched_camera_info_is_used(driver_first):
                     if i.node_name == "dense_perception"}
         wait_until(lambda: durabilities() == {DurabilityPolicy.TRANSIENT_LOCAL}, GRAPH_TIMEOUT,
                    "a transient-local camera_info subscription")
-        wait_until(lambda: len(h.perception._camera_infos) == 1, 10,
+        wait_until(lambda: len(h.perception.channels[0].camera_infos) == 1, 10,
                    "the node receives the latched CameraInfo")
         h.player.publish_frame(np.zeros((SMALL[1], SMALL[0], 3), np.uint8), h.header(sec=10))
         np.testing.assert_allclose(depth_info_at(h, 10).k, info.k)

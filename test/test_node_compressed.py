@@ -116,7 +116,7 @@ def test_compressed_topics_are_encoded_only_while_subscribed(harness_factory):
     assert float(values["compress mean (ms)"]) > 0
 
     h.unsubscribe("depth/image/compressedDepth")
-    pub = h.perception.outputs.pubs[TOPIC_KEYS["depth/image/compressedDepth"]]
+    pub = h.perception.channels[0].outputs.pubs[TOPIC_KEYS["depth/image/compressedDepth"]]
     wait_until(lambda: pub.get_subscription_count() == 0, 10.0, "compressedDepth unmatched")
     for sec in (7, 8):
         one_frame(sec)

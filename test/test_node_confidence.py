@@ -56,7 +56,7 @@ def test_card_style_da3_advertises_no_confidence(harness_factory):
                         subscribe=("depth/image",))
     h.wait_until(lambda: "/depth/image" in advertised(h), GRAPH_TIMEOUT, "depth/image")
     assert "/depth/confidence" not in advertised(h)
-    assert "depth_confidence" not in h.perception.outputs.pubs
+    assert "depth_confidence" not in h.perception.channels[0].outputs.pubs
     h.wait_matched(("depth/image",))
     h.publish_frame(painted_frame(), h.header())
     np.testing.assert_allclose(image_msg_to_array(h.wait_for("depth/image")[0]),

@@ -56,4 +56,4 @@ def test_a_node_given_only_what_acts_says_nothing_of_it(harness_factory):
                         subscribe=("/diagnostics",))
     _, _, values = h.diagnostics()
     assert values["ignored settings"] == "-"
-    assert h.perception.stats.ignored_settings == ()
+    assert h.perception.channels[0].stats.ignored_settings == ()

@@ -50,7 +50,8 @@ def test_each_frame_computes_only_what_is_subscribed(harness_factory):
     # Unsubscribed again: gone from the next frame.
     h.unsubscribe("points")
     h.unsubscribe("segmentation/colored")
-    pubs = [h.perception.outputs.pubs[TOPIC_KEYS[t]] for t in ("points", "segmentation/colored")]
+    pubs = [h.perception.channels[0].outputs.pubs[TOPIC_KEYS[t]]
+            for t in ("points", "segmentation/colored")]
     wait_until(lambda: all(p.get_subscription_count() == 0 for p in pubs), 10.0,
                "outputs unmatched")
     values = one_frame(4)

@@ -50,7 +50,8 @@ def send(h, scene, s, header, reference=None):
     if reference is not None:
         h.ref_pub.publish(array_to_image(reference, "32FC1", header))
         h.wait_until(lambda: any(stamp_of(m) == stamp_of_header(header)
-                                 for m in list(h.perception._references)), 10, "reference received")
+                                 for m in list(h.perception.channels[0].references)), 10,
+                     "reference received")
     h.publish_frame(paint(z / s), header, info=scene_info(scene))
 
 
@@ -372,7 +373,8 @@ def test_reference_depth_on_a_slow_model(harness_factory):
     info = scene_info(scene)
     info.header = h.header(sec=400)  # one CameraInfo, stamped before every frame
     h.info_pub.publish(info)
-    h.wait_until(lambda: h.perception._camera_infos.choose(stamp_ns(info.header.stamp))[1]
+    infos = h.perception.channels[0].camera_infos
+    h.wait_until(lambda: infos.choose(stamp_ns(info.header.stamp))[1]
                  == MATCHED, 10, "the node holds the CameraInfo")
     stop, sent = threading.Event(), []
     player = _stream_references_and_frames(h, scene, s, stop, sent)

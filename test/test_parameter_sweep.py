@@ -138,7 +138,8 @@ def test_runtime_settings_change_the_outputs_and_camera_model(harness_factory):
         after.stamp.nanosec = 30_000_000
         info.header = after
         h.info_pub.publish(info)
-        wait_until(lambda: h.perception._camera_infos.choose(stamp_ns(after.stamp))[1]
+        infos = h.perception.channels[0].camera_infos
+        wait_until(lambda: infos.choose(stamp_ns(after.stamp))[1]
                    == MATCHED, 10, "the node holds the CameraInfo")
         h.player.publish_frame(frame, header)
         return digest(h.wait_for("depth/camera_info",

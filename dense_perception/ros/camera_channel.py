@@ -14,10 +14,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.motion.camera_motion import CameraMotion, motion_config, motion_diagnostics
+from ..core.motion.camera_motion import CameraMotion, motion_diagnostics
 from ..core.scale.metric_scale import (DepthScaler, fixed_scale_report, scale_diagnostics)
 from ..core.scale.reference_window import ReferenceWindow
-from ..core.settings.derived import scale_config
+from ..core.settings.derived import CameraSetup
 from ..core.settings.table import Settings
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
@@ -32,35 +32,27 @@ CAMERA_INFO_HISTORY = 30
 SAID_ONCE = ("no odometry", "no mounting")
 
 
-def reference_span(settings: Settings) -> float:
-    """How far back (s of stamps) reference depths are kept: ``depth_scale_max_age``, at least
-    ``reference_depth_slop`` (0, a scale held forever: no limit by time, only the caps of
-    :mod:`..core.scale.reference_window`)."""
-    age = settings.depth_scale_max_age
-    return max(age, settings.reference_depth_slop) if age > 0 else 0.0
-
-
 class CameraChannel:
     """Everything that is per camera. ``name`` "" is the single default camera (topics
     ``image``, ``camera_info``, outputs at the node's namespace, as before ``cameras``)."""
 
-    def __init__(self, node: Node, name: str, settings: Settings, camera_height: float,
-                 spec: Any, watch: GraphWatch, *, estimates_scale: bool,
-                 on_image: Callable[["CameraChannel", Any], None],
+    def __init__(self, node: Node, setup: CameraSetup, settings: Settings, spec: Any,
+                 watch: GraphWatch, *, on_image: Callable[["CameraChannel", Any], None],
                  odometry: tuple[OdometryInput, int] | None = None) -> None:
-        """``camera_height``: this camera's own (``settings.camera_heights`` or the one
-        ``camera_height``); ``on_image(channel, msg)``: a frame arrived (the executor thread);
-        ``odometry``: the node's odometry input and this camera's index among the cameras."""
+        """``setup``: this camera's configuration, derived once from the settings by the node
+        (``core.settings.derived.node_setup``); ``on_image(channel, msg)``: a frame arrived
+        (the executor thread); ``odometry``: the node's odometry input and this camera's index
+        among the cameras."""
+        name = setup.name
         self.name = name
         self.odometry = odometry
-        self.motion = CameraMotion(motion_config(settings))
+        self.motion = CameraMotion(setup.motion)
         self.pose_note = "-"  # why the last frame had no pose ("" when it had one)
         self.settings = settings
-        self.scaler = DepthScaler(scale_config(settings, camera_height=camera_height)) \
-            if estimates_scale else None
+        self.scaler = DepthScaler(setup.scale) if setup.scale is not None else None
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         # By time, not count: a slow model's frame still finds its reference (reference_window).
-        self.references: ReferenceWindow[Image] = ReferenceWindow(reference_span(settings))
+        self.references: ReferenceWindow[Image] = ReferenceWindow(setup.reference_span)
         self.in_rate, self.out_rate = RateMeter(), RateMeter()
         self.stats = FrameStats()
         self.model_s = 0.0  # seconds of inference spent on this camera's frames (its share)
@@ -83,14 +75,14 @@ class CameraChannel:
         (lazy per camera: one nobody reads is not even received)."""
         self.camera.update(active and bool(self.outputs.listened()))
 
-    def configure(self, settings: Settings, camera_height: float) -> None:
-        """Runtime parameter changes (``camera_height``: this camera's own)."""
+    def configure(self, settings: Settings, setup: CameraSetup) -> None:
+        """Runtime parameter changes (``setup``: this camera's configuration from them)."""
         self.settings = settings
-        self.references.span_s = reference_span(settings)
-        if self.scaler is not None:
-            self.scaler.configure(scale_config(settings, camera_height=camera_height))
+        self.references.span_s = setup.reference_span
+        if self.scaler is not None and setup.scale is not None:
+            self.scaler.configure(setup.scale)
         # temporal_alignment and motion_scale_min_baseline (runtime), read at the next frame
-        self.motion.config = motion_config(settings)
+        self.motion.config = setup.motion
         self.motion.scale.min_baseline = self.motion.config.min_baseline
 
     def close(self) -> None:

@@ -28,22 +28,18 @@ from ..core.scheduling.newest_slots import NewestSlots
 from ..core.scale.metric_scale import RESTARTED
 from ..core.scale.estimators import reference_to_metres
 from ..core.model.specs import ModelSignatureError
-from ..core.settings.table import MODEL_STATUS, Settings, camera_names
+from ..core.settings.table import MODEL_STATUS, Settings
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.frame_data import RawFrame
 from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
-from ..core.settings.derived import (camera_heights, camera_heights_problem, compression_config,
-                                     depth_units_problem, estimates_scale, pipeline_config)
-from ..core.timing import RateMeter
+from ..core.settings.derived import compression_config, node_setup, pipeline_config
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
-from .camera_input import CameraInput
 from .compat import GraphWatch
-from .diagnostics import FrameStats, build_diagnostics, model_status
+from .diagnostics import build_diagnostics, model_status
 from .odometry_input import OdometryInput
-from .outputs import Outputs
 from .parameters import StartupError, ignored_at_start
 
 NODE_NAME = "dense_perception"
@@ -93,14 +89,11 @@ class Perception:
             self.pipeline.runner = runner_hook(self.pipeline.runner)
         self.settings = settings
         self.spec = self.pipeline.spec
-        names = camera_names(settings.cameras)
-        heights = camera_heights(settings)
-        problem = camera_heights_problem(settings)
-        if problem:
-            raise StartupError(problem)
-        problem = depth_units_problem(settings, self.spec.metric_depth)  # every camera's
-        if problem:
-            raise StartupError(f"{problem}. Fix it in the config YAML or with -p name:=value.")
+        # the node's one entry into what the settings mean here, handed down to each part
+        setup = node_setup(settings, self.spec.metric_depth)
+        if setup.problem:
+            raise StartupError(setup.problem)
+        several = len(setup.cameras) > 1 or setup.cameras[0].name != ""
         self.model_name = Path(model_path).name
         self.state = ""  # the lifecycle state, for diagnostics ("" for the plain node)
         self.fatal = ""  # why the node must exit (the GPU worker is lost); "" while all is well
@@ -111,13 +104,12 @@ class Perception:
         self.watch = GraphWatch(node, self.on_graph_change)
         self.channels: list[CameraChannel] = []
         # the robot's motion: one odometry input, each camera's pose from it (StartupError first)
-        self.odometry = OdometryInput(node, settings, len(heights), self._warn_once_per)
+        self.odometry = OdometryInput(node, settings, len(setup.cameras), self._warn_once_per)
         try:
-            for index, name in enumerate(names or [""]):
+            for index, camera in enumerate(setup.cameras):
                 self.channels.append(CameraChannel(
-                    node, name, settings, heights[index], self.spec, self.watch,
-                    estimates_scale=estimates_scale(settings, self.spec.metric_depth),
-                    on_image=self._on_image, odometry=(self.odometry, index)))
+                    node, camera, settings, self.spec, self.watch, on_image=self._on_image,
+                    odometry=(self.odometry, index)))
         except StartupError:
             self.odometry.close()
             for channel in self.channels:
@@ -128,7 +120,7 @@ class Perception:
         self._diag_timer = node.create_timer(settings.diagnostics_period,
                                              self.publish_diagnostics)
         # Several cameras: one slot per camera at each stage, taken in turn (fair sharing).
-        slots = (lambda: NewestSlots(lambda item: item.key)) if names else NewestSlots
+        slots = (lambda: NewestSlots(lambda item: item.key)) if several else NewestSlots
         self.stages = LiveTwoStage(self._infer, self._finish, on_error=self._on_failure,
                                    name=NODE_NAME, second_nice=FINISH_NICE, slots=slots)
         relative = "" if self.spec.metric_depth \
@@ -137,7 +129,7 @@ class Perception:
             f"{self.spec.display_name} ({'metric' if self.spec.metric_depth else 'relative'} "
             f"depth{relative}) on {self.pipeline.runner.description}; fit={settings.fit}, "
             f"output_resolution={settings.output_resolution}, input_qos={settings.input_qos}"
-            + (f"; cameras: {', '.join(names)}" if names else ""))
+            + (f"; cameras: {', '.join(c.name for c in setup.cameras)}" if several else ""))
         # a setting given that does nothing here: one WARN each, and in every camera's status
         ignored = ignored_at_start(node.get_logger(), settings, self.spec,
                                    self.pipeline.confidence_note())
@@ -187,8 +179,9 @@ class Perception:
     def apply(self, changes: dict[str, Any]) -> None:
         """Use changed runtime parameters from the next frame on (already validated)."""
         settings = self.settings.changed(changes)
-        for channel, height in zip(self.channels, camera_heights(settings)):
-            channel.configure(settings, height)
+        setup = node_setup(settings, self.spec.metric_depth)  # checked when set
+        for channel, camera in zip(self.channels, setup.cameras):
+            channel.configure(settings, camera)
         self.odometry.configure(settings)
         with self._lock:
             self.settings = settings
@@ -202,31 +195,6 @@ class Perception:
     def frames_dropped(self) -> int:
         """Frames replaced by newer ones before inference or before publishing."""
         return self.stages.dropped
-
-    # The single (or first) camera's parts, as before ``cameras`` (tests and tools read them).
-    @property
-    def camera(self) -> CameraInput:
-        return self.channels[0].camera
-
-    @property
-    def outputs(self) -> Outputs:
-        return self.channels[0].outputs
-
-    @property
-    def stats(self) -> FrameStats:
-        return self.channels[0].stats
-
-    @property
-    def _camera_infos(self) -> Any:
-        return self.channels[0].camera_infos
-
-    @property
-    def _references(self) -> Any:
-        return self.channels[0].references
-
-    @property
-    def in_rate(self) -> RateMeter:
-        return self.channels[0].in_rate
 
     # ---- callbacks (executor thread) -------------------------------------------------------
     def _on_image(self, channel: CameraChannel, msg: Image | CompressedImage) -> None:

@@ -126,8 +126,8 @@ class Harness:
     def wait_matched(self, topics: tuple[str, ...], timeout: float = 10.0) -> None:
         """Wait until the node's publishers for ``topics`` see the client's subscriptions and,
         as a result, the node subscribes to the camera."""
-        pubs = [self.perception.outputs.pubs[TOPIC_KEYS[t]] for t in topics
-                if TOPIC_KEYS.get(t) in self.perception.outputs.pubs]
+        pubs = [self.perception.channels[0].outputs.pubs[TOPIC_KEYS[t]] for t in topics
+                if TOPIC_KEYS.get(t) in self.perception.channels[0].outputs.pubs]
         wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs), timeout,
                    "outputs matched")
         wait_until(self.camera_subscribed, timeout, "the node subscribes to the camera")
@@ -144,7 +144,8 @@ class Harness:
             info.header = header
             self.info_pub.publish(info)
             stamp = stamp_ns(header.stamp)
-            wait_until(lambda: self.perception._camera_infos.choose(stamp)[1] == MATCHED, 10,
+            infos = self.perception.channels[0].camera_infos
+            wait_until(lambda: infos.choose(stamp)[1] == MATCHED, 10,
                        "the node holds the frame's CameraInfo")
         self.player.publish_frame(frame, header, encoding)
 

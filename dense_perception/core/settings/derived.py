@@ -1,7 +1,10 @@
 """From the checked :class:`~.table.Settings` to the configuration of each part that
-uses them (pipeline, metric scale, backend, depth model, compressed topics), and the rules
-between settings. The node and ``dense-perception process`` both go through here, so the two
-front ends cannot map a setting differently.
+uses them (pipeline, metric scale, backend, depth model, compressed topics, each camera of the
+node), and the rules between settings. The node and ``dense-perception process`` both go
+through here, so the two front ends cannot map a setting differently.
+
+The node's one entry is :func:`node_setup`: its cameras' configurations and the reason it cannot
+start, made once from the settings and handed down (the cameras derive nothing themselves).
 
 Each value was checked against its row when the Settings was made; only rules that join
 several settings (and the model) live here.
@@ -10,16 +13,21 @@ several settings (and the model) live here.
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
+from typing import Sequence
 
 from ..backends.runner import BackendConfig
 from ..compressed import CompressionConfig, representable_depth
 from ..model.depth_network import DepthOptions
+from ..motion.camera_motion import MotionConfig, motion_config
 from ..frame_data import PipelineConfig
 from ..products import OutputGroup
 from ..scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
 from .names import NODE, Syntax
 from .table import PARAMS_BY_NAME, Settings, camera_names
+
+# What the node adds to a settings problem it cannot start with.
+NODE_FIX = "Fix it in the config YAML or with -p name:=value."
 
 # The ScaleConfig field each setting fills (PipelineConfig's and DepthOptions' fields are named
 # after their settings); test_settings checks that every field has a setting.
@@ -73,15 +81,16 @@ def estimates_scale(settings: Settings, metric_depth: bool) -> bool:
     return scale_is_estimated(metric_depth, settings.depth_scale_source)
 
 
-def per_camera_heights(settings: Settings) -> bool:
-    """Whether ``camera_heights`` is set (then ``camera_height`` is not used)."""
-    return bool(settings.camera_heights) and list(settings.camera_heights) != [0.0]
+def per_camera_heights(heights: Sequence[float]) -> bool:
+    """Whether the value ``heights`` of ``camera_heights`` is set (then ``camera_height`` is
+    not used)."""
+    return bool(heights) and list(heights) != [0.0]
 
 
 def camera_heights(settings: Settings) -> list[float]:
     """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
     camera of ``cameras`` (one for the single default camera)."""
-    if not per_camera_heights(settings):
+    if not per_camera_heights(settings.camera_heights):
         return [settings.camera_height] * max(1, len(camera_names(settings.cameras)))
     return list(settings.camera_heights)
 
@@ -101,7 +110,7 @@ def ignored_camera_height(current: Settings, changed: Settings) -> str | None:
     """Why the change from ``current`` to ``changed`` of ``camera_height`` would be ignored
     (None: it would not): while ``camera_heights`` is set each camera uses its own entry, so
     the change is refused."""
-    if changed.camera_height == current.camera_height or not per_camera_heights(changed):
+    if changed.camera_height == current.camera_height or not per_camera_heights(changed.camera_heights):
         return None  # not changed, or used
     return (f"camera_height is not used while camera_heights is set "
             f"({list(changed.camera_heights)}): set camera_heights (one height per camera, "
@@ -148,3 +157,49 @@ def default_confidence(points_min_confidence: float) -> bool:
     """Whether ``points_min_confidence`` is the table's default (not a user's request), so
     a model without confidence has nothing to filter rather than a request it cannot meet."""
     return points_min_confidence == PARAMS_BY_NAME["points_min_confidence"].default
+
+
+# ---- the node's cameras: one entry, made once and handed down ----------------------------------
+def reference_span(settings: Settings) -> float:
+    """How far back (s of stamps) reference depths are kept: ``depth_scale_max_age``, at least
+    ``reference_depth_slop`` (0, a scale held forever: no limit by time, only the caps of
+    :mod:`..scale.reference_window`)."""
+    age = settings.depth_scale_max_age
+    return max(age, settings.reference_depth_slop) if age > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class CameraSetup:
+    """What one camera of the node takes from the settings."""
+
+    name: str                  # "" for the single default camera
+    height: float              # its own (``camera_heights``, else ``camera_height``)
+    scale: ScaleConfig | None  # its metric-scale filter's configuration; None: not estimated
+    motion: MotionConfig       # temporal alignment and the motion scale
+    reference_span: float      # s of reference depth stamps kept (:func:`reference_span`)
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """The node's cameras' configurations, and why the node cannot start ("" when it can)."""
+
+    cameras: tuple[CameraSetup, ...]
+    problem: str = ""
+
+
+def node_setup(settings: Settings, metric_depth: bool) -> NodeSetup:
+    """Everything the node derives from ``settings`` for a model of ``metric_depth``: each
+    camera's configuration and the startup problem (camera_heights that do not fit the
+    cameras, or depth units that would be wrong or without a scale)."""
+    problem = camera_heights_problem(settings) or ""
+    if not problem:
+        units = depth_units_problem(settings, metric_depth)  # every camera's
+        problem = f"{units}. {NODE_FIX}" if units else ""
+    estimated = estimates_scale(settings, metric_depth)
+    names = camera_names(settings.cameras) or [""]
+    heights = camera_heights(settings)
+    scales = [scale_config(settings, camera_height=h) if estimated else None for h in heights]
+    span = reference_span(settings)
+    motion = motion_config(settings)  # (core/motion: the last call handed the settings)
+    return NodeSetup(tuple(CameraSetup(name, height, scale, motion, span)
+                           for name, height, scale in zip(names, heights, scales)), problem)

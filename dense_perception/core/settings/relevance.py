@@ -127,7 +127,7 @@ GUESSED = unless(lambda s, w: w.input_kind not in (TOPIC, "bag") and w.camera_in
                  lambda s, x: "with a calibration file (--camera-info-yaml): no camera is "
                               "guessed")
 HEIGHT = all_of(relative_depth("ground_plane"), unless(
-    lambda s, w: per_camera_heights(s),
+    lambda s, w: per_camera_heights(s.camera_heights),
     lambda s, x: f"while camera_heights is set ({list(s.camera_heights)}): set camera_heights "
                  "(one height per camera, in the order of cameras) instead, or set "
                  "camera_heights to [0.0] with it to use camera_height for every camera"))
@@ -135,7 +135,7 @@ HEIGHT = all_of(relative_depth("ground_plane"), unless(
 
 def _heights(settings: Settings, where: Where, syntax: Syntax) -> str | None:
     """camera_heights: read by ground_plane; [] or [0.0] (camera_height for all) is unset."""
-    if not per_camera_heights(settings):
+    if not per_camera_heights(settings.camera_heights):
         return None
     return relative_depth("ground_plane")(settings, where, syntax)
 
