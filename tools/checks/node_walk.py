@@ -66,8 +66,9 @@ def walk(values: dict[str, Any], derived: bool = False) -> Walk:
             result.calls.append(Call(module, getattr(code, "co_qualname", code.co_name),
                                      ("Settings",)))
 
-    rclpy.init(args=[])
-    node = Node("node_walk")
+    context = rclpy.Context()  # its own: a test process may hold the default one
+    rclpy.init(args=[], context=context)
+    node = Node("node_walk", context=context)
     try:
         sys.setprofile(profile)
         try:
@@ -78,7 +79,7 @@ def walk(values: dict[str, Any], derived: bool = False) -> Walk:
         result.exit_code = 0
     finally:
         node.destroy_node()
-        rclpy.shutdown()
+        rclpy.shutdown(context=context)
     return result
 
 

@@ -1,0 +1,43 @@
+"""The node reaches core through a narrow entry: followed with tools/checks/node_walk.py (every
+call of the package's functions that is handed the node's ``Settings``, from
+``Perception.__init__``), the settings visit at most nine modules and, with one camera, come
+back to one at most twice; the cameras derive nothing from the settings themselves
+(``core.settings.derived.node_setup`` does it once for all of them)."""
+
+import pytest
+
+from support.common import DA3_TEST_MODEL
+from tools.checks.node_walk import walk
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
+
+MAX_ROOMS, MAX_RE_ENTRIES = 9, 2
+
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"depth_scale_source": "reference_depth"},
+], ids=["ground_plane", "reference_depth"])
+def test_one_camera(values):
+    result = walk({"model_path": DA3_TEST_MODEL, **values})
+    assert result.visits[0] == "dense_perception.ros.perception"
+    assert "dense_perception.core.pipeline" in result.visits  # the profile saw the model load
+    assert result.rooms <= MAX_ROOMS, " > ".join(result.visits)
+    assert result.re_entries <= MAX_RE_ENTRIES, " > ".join(result.visits)
+
+
+def test_the_cameras_take_their_setup_made_once():
+    """Two cameras: each channel is handed its CameraSetup; only the settings package and the
+    motion configuration read the settings for them, once for all cameras."""
+    result = walk({"model_path": DA3_TEST_MODEL, "cameras": ["front", "back"],
+                   "camera_heights": [1.2, 0.8]})
+    derived = [c.function for c in result.calls
+               if c.module == "dense_perception.core.settings.derived"]
+    assert derived.count("node_setup") == 1
+    motion = [c.function for c in result.calls
+              if c.module == "dense_perception.core.motion.camera_motion"]
+    assert motion == ["motion_config"]  # one configuration, shared by the cameras
+    channel = [c.function for c in result.calls
+               if c.module == "dense_perception.ros.camera_channel"]
+    assert channel == ["CameraChannel.__init__"] * 2
+    assert result.rooms <= MAX_ROOMS, " > ".join(result.visits)
