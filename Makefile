@@ -64,11 +64,11 @@ $(VENV_JAZZY)/.ready: requirements/runtime.txt requirements/test.txt requirement
 # docs/parameters.md from the settings table (core/settings/table.py) and docs/layout.md from the
 # modules' docstrings; test_docs fails when either is stale.
 docs: setup
-	$(PY) tools/gen_docs.py
+	$(PY) tools/generate/gen_docs.py
 
 # docs/demo.png, the README's picture, from make demo's outputs.
 demo-picture: demo
-	$(PY) tools/demo_picture.py
+	$(PY) tools/demo/picture.py
 
 # Regenerate the bundled test models (they are committed; this is for changing them).
 models: setup
@@ -131,13 +131,13 @@ test-install: setup
 # Regenerate the lock files from fresh venvs that follow the ranges alone (then run the tests).
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	  -r requirements/test.txt -r requirements/ros-kilted.txt -e . && .venv-lock/bin/python tools/freeze.py > requirements/constraints.txt
+	  -r requirements/test.txt -r requirements/ros-kilted.txt -e . && .venv-lock/bin/python tools/generate/freeze.py > requirements/constraints.txt
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e . && .venv-lock/bin/python tools/freeze.py > requirements/constraints-jazzy.txt
+	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e . && .venv-lock/bin/python tools/generate/freeze.py > requirements/constraints-jazzy.txt
 	@for v in $(PY_EXTRA); do p="$$($(MAKE) -s --no-print-directory which-python-$$v)"; \
 	  [ -z "$$p" ] || { rm -rf .venv-lock && $$p -m venv .venv-lock && .venv-lock/bin/pip install -q \
 	    -r requirements/test.txt -r requirements/ros-kilted.txt -e . && \
-	    .venv-lock/bin/python tools/freeze.py > requirements/constraints-py$$v.txt; } || exit 1; done
+	    .venv-lock/bin/python tools/generate/freeze.py > requirements/constraints-py$$v.txt; } || exit 1; done
 	rm -rf .venv-lock
 
 $(PY_EXTRA:%=which-python-%): which-python-%:
@@ -147,7 +147,7 @@ $(PY_EXTRA:%=which-python-%): which-python-%:
 # on Debian/Ubuntu (Debian 12: bookworm-backports); elsewhere install_vulkan.sh says how and the
 # GPU tests skip with the reason.
 test-gpu: setup
-	@if tools/install_vulkan.sh; then \
+	@if tools/checks/install_vulkan.sh; then \
 	  DENSE_PERCEPTION_REQUIRE_GPU=1 $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
 	else \
 	  $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
@@ -174,17 +174,17 @@ torch-env: setup
 
 # Speed, side by side in one run, on DA3-class and TIPSv2-class models built here.
 bench: torch-env
-	$(VENV_TORCH)/bin/python -m tools.bench_models --out $(BENCH_MODELS)
+	$(VENV_TORCH)/bin/python -m tools.bench.models --out $(BENCH_MODELS)
 	$(VENV)/bin/pip install -q pillow
-	$(PY) -m tools.bench --models $(BENCH_MODELS)
-	$(PY) -m tools.bench_wire
-	$(PY) -m tools.bench_motion
+	$(PY) -m tools.bench.run --models $(BENCH_MODELS)
+	$(PY) -m tools.bench.wire
+	$(PY) -m tools.bench.motion
 	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
 
 # The host path through the node over DDS (the test models, 1280x720 bgr8 at 5 Hz, every
 # output subscribed and depth only): the node's stage means, host ms and host ceiling.
 bench-host: setup
-	$(PY) -m tools.bench_host
+	$(PY) -m tools.bench.host
 
 # The DA3 export menu for CPUs: DA3's own 504 (fp32/fp16/int8 weights, random weights) next to
 # the published file's 896 graph, with the official PyTorch outputs at each size; bench-pi
@@ -192,13 +192,13 @@ bench-host: setup
 # (LiteRT only: run it on a Pi 5 after copying $(BENCH_MODELS)/menu there; it adds
 # fp16-arithmetic rows on such CPUs).
 bench-menu: torch-env
-	$(VENV_TORCH)/bin/python -m tools.export_menu build --out $(BENCH_MODELS)/menu
+	$(VENV_TORCH)/bin/python -m tools.bench.export_menu build --out $(BENCH_MODELS)/menu
 
 # (no ROS needed: on a Pi without ROS 2 it makes .venv from requirements/runtime.txt alone)
 bench-pi:
 	@[ -x $(PY) ] || { $(ENSURE_VENV); $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -r requirements/runtime.txt; }
 	@mkdir -p bench_out
-	$(PY) -m tools.export_menu measure --models $(BENCH_MODELS)/menu --json bench_out/export_menu.json
+	$(PY) -m tools.bench.export_menu measure --models $(BENCH_MODELS)/menu --json bench_out/export_menu.json
 
 # DA3-Small exported at DA3's own 504 (16:9 and 4:3) with random weights, fidelity of depth and
 # confidence vs the official PyTorch model at the same size (a few minutes).
@@ -220,20 +220,20 @@ test-fleet: $(VENV_FLEET)/.ready
 # Throughput with 1 and 2 Ray workers (1 thread each) on the same bags, paired rounds, with a
 # real-size model (DA3-Small exported at 504 with int8 weights, from bench-menu).
 bench-fleet: $(VENV_FLEET)/.ready bench-menu
-	$(VENV_FLEET)/bin/python -m tools.bench_fleet
+	$(VENV_FLEET)/bin/python -m tools.bench.fleet
 
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.
 soak: setup
-	$(PY) tools/soak.py --seconds 60
+	$(PY) tools/bench/soak.py --seconds 60
 
 demo: setup
-	$(PY) -m tools.demo $(if $(MODEL),--model $(MODEL),)
+	$(PY) -m tools.demo.run $(if $(MODEL),--model $(MODEL),)
 
 # docs/accuracy.md: the real RGB-D frames of ../shared/real-scenes through PyD-Net++, or through
-# MODEL= (MODEL_TYPE=auto|da3|tipsv2|depth, EVAL_ARGS= more tools/eval_real.py options) into
+# MODEL= (MODEL_TYPE=auto|da3|tipsv2|depth, EVAL_ARGS= more tools/eval/real.py options) into
 # OUT= (see docs/accuracy.md).
 eval-real: setup
-	$(PY) -m tools.eval_real $(if $(MODEL),--model $(MODEL),) \
+	$(PY) -m tools.eval.real $(if $(MODEL),--model $(MODEL),) \
 	  $(if $(MODEL_TYPE),--model-type $(MODEL_TYPE),) $(if $(OUT),--out $(OUT),) $(EVAL_ARGS)
 
 clean:

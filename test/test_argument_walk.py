@@ -1,5 +1,5 @@
 """The offline command's arguments walk down the package and do not keep coming back:
-followed with tools/argument_walk.py (every call of the package's functions that is
+followed with tools/checks/argument_walk.py (every call of the package's functions that is
 handed the argparse namespace, the Settings, the ProcessOptions or the ModelSession), the
 one-input path and the many-input path through the code each visit a module again at most
 three times, each further input of a many-input run adds only the per-input loop, and the
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from support.common import DA3_TEST_MODEL
-from tools.argument_walk import Call, Walk, walk
+from tools.checks.argument_walk import Call, Walk, walk
 
 MAX_RE_ENTRIES = 3
 COMMAND_LINE = {"dense_perception.offline." + m for m in ("cli", "options.settings_args",

@@ -1,4 +1,4 @@
-"""make bench-host's measurement (tools/bench_host.py) runs end to end: the node over DDS,
+"""make bench-host's measurement (tools/bench/host.py) runs end to end: the node over DDS,
 started from a checkout the way ``--before`` starts older code, and its host figures are the
 sum of the node's own host stage means from /diagnostics."""
 
@@ -8,7 +8,7 @@ pytest.importorskip("rclpy")
 
 from support.common import REPO  # noqa: E402
 
-from tools.bench_host import HOST_STAGES, measure  # noqa: E402
+from tools.bench.host import HOST_STAGES, measure  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -1,11 +1,11 @@
-"""tools/bench_wire.py (make bench's wire rows) runs on the test models and its figures agree
+"""tools/bench/wire.py (make bench's wire rows) runs on the test models and its figures agree
 with the messages' own sizes: raw = H x W x channels x bytes, compressed = the payload."""
 
 import json
 
 import pytest
 
-from tools import bench_wire
+from tools.bench import wire as bench_wire
 
 pytestmark = pytest.mark.timeout(120)
 

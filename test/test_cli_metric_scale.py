@@ -14,10 +14,10 @@ pytest.importorskip("rosbags")
 
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 
-from tools.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
+from tools.common.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
 from support.bag_maker import read_bag  # noqa: E402
 from support.common import run_cli as run  # noqa: E402
-from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene, sparse_reference  # noqa: E402
+from tools.common.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene, sparse_reference  # noqa: E402
 from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.offline.inputs import bag_io  # noqa: E402
 from dense_perception.offline.inputs.file_io import read_ply  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 
 from support.common import DA3_TEST_MODEL
 from support.common import run_cli as run
-from tools.metric_scene import paint
-from tools.real_scenes import PYDNET, REAL_SCENES
+from tools.common.metric_scene import paint
+from tools.eval.real_scenes import PYDNET, REAL_SCENES
 from dense_perception.core.motion.pose import invert, quaternion_from_rotation
 from dense_perception.core.motion.trajectory import read_tum
 
@@ -80,7 +80,7 @@ def published(out):
 
 @real
 def test_real_sequence_motion_scale_gives_steady_metres(tmp_path, capsys):
-    from tools.eval_sequence import figures, read_sequence
+    from tools.eval.sequence import figures, read_sequence
     seq = read_sequence(SEVEN, SEVEN / "trajectory.tum", SEVEN / "camera.yaml")
     truths = [measured(i) for i in range(len(seq.colour))]
     # Before: the frames as the model gives them, each with its best scale, and one scale.

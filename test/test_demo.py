@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 def test_demo_runs_the_node_and_saves_every_output(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "tools.demo", "--model",
+    proc = subprocess.run([sys.executable, "-m", "tools.demo.run", "--model",
                            TIPS_TEST_MODEL, "--out", str(tmp_path), "--frames", "1"],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

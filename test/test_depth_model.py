@@ -295,7 +295,7 @@ def test_info_reads_a_depth_model_when_told(maker, tmp_path, capsys):
 def test_node_startup_refuses_in_one_line(maker, tmp_path, args, expected):
     """The node as its own process: a depth file it cannot read fails fast, one FATAL line."""
     pytest.importorskip("rclpy")
-    from tools.node_process import NodeProcess
+    from tools.common.node_process import NodeProcess
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
     node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={path}", *args]).start()
     try:

@@ -8,7 +8,7 @@ import pytest
 from support.common import REPO
 from dense_perception.core.products import OUTPUTS
 from dense_perception.core.settings.table import PARAMS
-from tools.gen_docs import LAYOUT_FOLDERS, first_sentence, render, render_layout
+from tools.generate.gen_docs import LAYOUT_FOLDERS, first_sentence, render, render_layout
 
 pytestmark = pytest.mark.timeout(60)
 README = (REPO / "README.md").read_text()

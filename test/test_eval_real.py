@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from support.common import REPO
-from tools.real_scenes import REAL_SCENES, available
+from tools.eval.real_scenes import REAL_SCENES, available
 
 pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
                                 "frames and PyD-Net++; see docs/accuracy.md)")
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absen
 
 def test_eval_real_writes_the_accuracy_table(tmp_path):
     out = tmp_path / "accuracy.md"
-    done = subprocess.run([sys.executable, "-m", "tools.eval_real", "--frames", "tum",
+    done = subprocess.run([sys.executable, "-m", "tools.eval.real", "--frames", "tum",
                            "--out", str(out)], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from support.floor_scenes import DROP_FX, DROP_S, HEIGHT, WIDTH, drop_scene, floor_scene
-from tools.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY, da3_output_of, paint
+from tools.common.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY, da3_output_of, paint
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics

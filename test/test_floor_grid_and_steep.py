@@ -13,7 +13,7 @@ from support.common import DA3_TEST_MODEL
 from support.floor_scenes import (GRID_F, GRID_HEIGHT, GRID_SCALES, GRID_WIDTH, STEEP_DROPS,
                                   STEEP_HEIGHT, STEEP_LENSES, STEEP_PITCHES, grid_scene,
                                   nearest_floor_seen, steep_scene)
-from tools.metric_scene import paint
+from tools.common.metric_scene import paint
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import Request, load_pipeline

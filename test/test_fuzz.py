@@ -15,7 +15,7 @@ pytest.importorskip("rclpy")
 from support.common import DA3_TEST_MODEL  # noqa: E402
 from support.ros_harness import Harness, camera_info, wait_until  # noqa: E402
 
-from tools.loadgen import rss_mb  # noqa: E402
+from tools.bench.loadgen import rss_mb  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]

@@ -55,7 +55,7 @@ def pearson(a, b):
 
 
 def sample_frames():
-    from tools.scene import make_sample_scene
+    from tools.common.scene import make_sample_scene
     scene = make_sample_scene()
     return [scene, np.ascontiguousarray(scene[::-1, ::-1])]
 
@@ -223,7 +223,7 @@ def test_pipeline_gpu_matches_cpu_at_least_as_well_as_the_cards(adapter, precisi
         # bins of width 1/149 on one continuous value. fp16 stores v to 2^-11 and the GPU's
         # resize computes source coordinates beyond 256 px in steps of 1/4 px, so pixels near
         # a bin edge (and at the scene's sharp edges) move to the next bin. Real logits have
-        # margins far above fp16's step (tools/gpu_check.py; card: 99.3 %).
+        # margins far above fp16's step (tools/checks/gpu_check.py; card: 99.3 %).
         assert agree >= 0.9 and near >= 0.95
 
 
@@ -408,7 +408,7 @@ class NodeClient:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from sensor_msgs.msg import Image
-        from tools.ros_client import ScenePlayer, decode_status, node_status
+        from tools.common.ros_client import ScenePlayer, decode_status, node_status
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node("gpu_worker_client", context=self.context)
@@ -473,7 +473,7 @@ def node_client():
 
 
 def gpu_node(*ros_args, script=None):
-    from tools.node_process import NodeProcess
+    from tools.common.node_process import NodeProcess
     return NodeProcess(["-p", f"model_path:={DA3_TEST_MODEL}", "-p", "backend:=gpu",
                         *ros_args], script=script).start()
 
@@ -493,7 +493,7 @@ def test_a_killed_node_leaves_no_shared_memory_and_no_worker(adapter, node_clien
 
     before = shm_entries()
     # The real node; slow_node.py with 0 s of padding prints INFERENCE_STARTED at each run.
-    node = gpu_node(script=[str(REPO / "tools" / "slow_node.py"), "0"])
+    node = gpu_node(script=[str(REPO / "tools" / "common" / "slow_node.py"), "0"])
     try:
         node_client.output_for(node_client.send(node, FRAME), timeout=90)
         worker = wait_for_worker(node.pid, 10)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from tools.metric_scene import (DESK_BESIDE_FLOOR, DESK_ONLY, FORWARD, HEIGHT, PITCHED_WITH_BOX,
+from tools.common.metric_scene import (DESK_BESIDE_FLOOR, DESK_ONLY, FORWARD, HEIGHT, PITCHED_WITH_BOX,
                                 WIDTH, Scene, da3_output_of, paint, sparse_reference)
 from dense_perception.core.geometry.fit import make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
@@ -203,7 +203,7 @@ def test_pipeline_applies_the_scale_and_withholds_until_found():
     from support.common import DA3_TEST_MODEL
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.frame_data import Request
-    from tools.metric_scene import paint
+    from tools.common.metric_scene import paint
     request = Request(depth=True, depth_colored=True, points=True)
     z, _ = FORWARD.depth_and_surface()
     frame = paint(z / 0.75)

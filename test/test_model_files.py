@@ -295,7 +295,7 @@ def test_the_cards_file_is_known_by_its_size_or_operators(size, operators, claim
 @pytest.mark.timeout(120)
 def test_node_refuses_a_dynamic_file_at_start_in_one_line(tmp_path):
     pytest.importorskip("rclpy")
-    from tools.node_process import NodeProcess
+    from tools.common.node_process import NodeProcess
     path = write_io_model(tmp_path / "dyn.tflite", H, W, dynamic="placeholder")
     node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={path}",
                         "-p", "model_type:=depth"]).start()

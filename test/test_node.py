@@ -16,7 +16,7 @@ from support.ros_harness import camera_info, wait_until  # noqa: E402
 from rclpy.qos import ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
-from tools.ros_client import camera_qos  # noqa: E402
+from tools.common.ros_client import camera_qos  # noqa: E402
 
 from dense_perception.core.geometry.fit import make_fit_plan  # noqa: E402
 from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402

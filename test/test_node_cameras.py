@@ -20,7 +20,7 @@ from support.ros_harness import camera_info, wait_until  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 
 from dense_perception.core.settings.table import PARAMS_BY_NAME  # noqa: E402
-from tools.ros_client import ScenePlayer, decode_status  # noqa: E402
+from tools.common.ros_client import ScenePlayer, decode_status  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -190,7 +190,7 @@ def test_two_cameras_yaml_gives_each_camera_its_own_metric_scale(harness_factory
     from functools import partial
 
     from support.common import REPO
-    from tools.metric_scene import FORWARD, paint
+    from tools.common.metric_scene import FORWARD, paint
 
     from dense_perception.core.conversions import image_msg_to_array
     from dense_perception.ros.node import DensePerceptionNode
@@ -291,7 +291,7 @@ def test_camera_heights_are_set_at_runtime_and_camera_height_is_refused_while_se
     the reason. camera_heights itself is runtime: each camera's ground-plane filter takes its
     new height from the next frame (depth = true depth x its height / the scene's height)."""
     from rclpy.parameter import Parameter
-    from tools.metric_scene import FORWARD, paint
+    from tools.common.metric_scene import FORWARD, paint
 
     from dense_perception.core.conversions import image_msg_to_array
     h = harness_factory({"model_path": DA3_TEST_MODEL, "cameras": list(CAMERAS),

@@ -90,7 +90,7 @@ def test_points_min_confidence_at_runtime_drops_the_least_confident_rows(harness
 def test_card_style_da3_says_once_that_there_is_nothing_to_filter(args, level):
     """The card's one-output DA3 file: the default points_min_confidence is said once at INFO
     (nothing to filter); a value the user asked for is a WARN (it cannot act)."""
-    from tools.node_process import NodeProcess
+    from tools.common.node_process import NodeProcess
     node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={DA3_TEST_MODEL}",
                         "-p", "depth_scale_source:=fixed", *args]).start()
     try:

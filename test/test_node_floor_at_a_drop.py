@@ -18,7 +18,7 @@ from support.floor_scenes import DROP_FX, DROP_S, HEIGHT, WIDTH, drop_scene  # n
 from support.floor_scenes import GRID_F, GRID_HEIGHT, GRID_WIDTH, grid_scene  # noqa: E402
 from support.common import DA3_TEST_MODEL  # noqa: E402
 from support.ros_harness import camera_info  # noqa: E402
-from tools.metric_scene import paint  # noqa: E402
+from tools.common.metric_scene import paint  # noqa: E402
 
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402
 

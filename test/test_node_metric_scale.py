@@ -13,9 +13,9 @@ pytest.importorskip("rclpy")
 
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL  # noqa: E402
 from support.ros_harness import camera_info  # noqa: E402
-from tools.metric_scene import HEIGHT, WIDTH, Scene, paint  # noqa: E402
-from tools.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
-from tools.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY  # noqa: E402
+from tools.common.metric_scene import HEIGHT, WIDTH, Scene, paint  # noqa: E402
+from tools.common.metric_scene import FORWARD, PITCHED_WITH_BOX, sparse_reference  # noqa: E402
+from tools.common.metric_scene import DESK_BESIDE_FLOOR, DESK_ONLY  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from dense_perception.core.conversions import cloud_to_points, image_msg_to_array  # noqa: E402

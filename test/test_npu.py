@@ -109,9 +109,9 @@ def test_qualcomm_without_its_libraries_is_one_line_naming_the_parameter(tmp_pat
 
 @pytest.mark.timeout(60)
 def test_qualcomm_board_check_says_what_is_missing(tmp_path):
-    """tools/npu_check.sh, here (no board, no libraries): each missing piece, then the one-line
+    """tools/checks/npu_check.sh, here (no board, no libraries): each missing piece, then the one-line
     startup error, exit status 1."""
-    done = subprocess.run([str(REPO / "tools" / "npu_check.sh"), str(tmp_path)],
+    done = subprocess.run([str(REPO / "tools" / "checks" / "npu_check.sh"), str(tmp_path)],
                           env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
                           text=True, timeout=50)
     assert done.returncode == 1, done.stderr
@@ -268,7 +268,7 @@ def test_pipeline_on_openvino_matches_xnnpack(openvino, tmp_path):
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.frame_data import Request
     from dense_perception.core.settings.table import Settings
-    from tools.scene import make_sample_scene
+    from tools.common.scene import make_sample_scene
 
     frames = [make_sample_scene()]
     frames.append(np.ascontiguousarray(frames[0][::-1, ::-1]))
@@ -298,7 +298,7 @@ def test_pipeline_on_openvino_matches_xnnpack(openvino, tmp_path):
 @pytest.mark.timeout(180)
 def test_offline_process_with_backend_npu(openvino, tmp_path, capsys):
     import cv2
-    from tools.scene import make_sample_scene
+    from tools.common.scene import make_sample_scene
 
     image = tmp_path / "scene.png"
     cv2.imwrite(str(image), make_sample_scene()[:, :, ::-1].copy())

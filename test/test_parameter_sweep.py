@@ -20,7 +20,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image  # noqa: E402
 from support.common import DA3_CONFIDENCE_TEST_MODEL, DA3_TEST_MODEL  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
 from support.setting_values import other_value  # noqa: E402
-from tools.metric_scene import PITCHED_WITH_BOX, paint  # noqa: E402
+from tools.common.metric_scene import PITCHED_WITH_BOX, paint  # noqa: E402
 
 from dense_perception.core.geometry.camera_info_choice import MATCHED, stamp_ns  # noqa: E402
 from dense_perception.core.settings.table import PARAMS  # noqa: E402

@@ -16,7 +16,7 @@ from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig, Request
 from dense_perception.core.postprocess import INVALID_LABEL
 from dense_perception.core.settings.table import Settings
-from tools.reference import reference_points
+from tools.common.reference import reference_points
 
 def encode(rgb8, encoding):
     return {"rgb8": rgb8, "bgr8": rgb8[:, :, ::-1].copy(),

@@ -5,7 +5,7 @@ import pytest
 
 from dense_perception.core.model.specs import MODEL_SPECS
 from dense_perception.core.preprocess import PIXEL_FORMATS, Preprocessor, pixel_format, to_rgb8
-from tools.reference import reference_preprocess
+from tools.common.reference import reference_preprocess
 
 
 def encode(rgb, name):

@@ -3,14 +3,15 @@ the project's point clouds and the ground-plane scale, against truths written ou
 
 The ground-plane truth: each frame's measured depth divided by an arbitrary s, with the camera's
 height measured on the measured depth itself (a floor region chosen by hand on the colour image,
-``tools.real_scenes.FRAMES``, and a least-squares plane: ``tools.real_scenes.floor_plane``, plain
-numpy). The estimator must give s within 3 %, or withhold the scale and say why.
+``tools.eval.real_scenes.FRAMES``, and a least-squares plane:
+``tools.eval.real_scenes.floor_plane``, plain numpy). The estimator must give s within 3 %, or
+withhold the scale and say why.
 """
 
 import numpy as np
 import pytest
 
-from tools.real_scenes import FRAMES, REAL_SCENES, available, floor_plane
+from tools.eval.real_scenes import FRAMES, REAL_SCENES, available, floor_plane
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.geometry.pointcloud import depth_to_points

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_errors, floor_plane,
+from tools.eval.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_errors, floor_plane,
                                oracle_scale, sparse_reference)
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig

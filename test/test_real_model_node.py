@@ -6,7 +6,7 @@ with 0 in its holes); metres on depth/image against the measured depth out."""
 import numpy as np
 import pytest
 
-from tools.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_errors,
+from tools.eval.real_scenes import (FRAMES, PYDNET, REAL_SCENES, available, depth_errors,
                                oracle_scale, sparse_reference)
 
 pytest.importorskip("rclpy")

@@ -1,5 +1,5 @@
 """The settings table is a leaf: importing it loads no inference backend, no LiteRT and no
-OpenCV, and ``make docs`` (tools/gen_docs.py, which reads the table and the docstrings) runs
+OpenCV, and ``make docs`` (tools/generate/gen_docs.py, which reads the table and the docstrings) runs
 where OpenCV cannot be imported at all."""
 
 import subprocess
@@ -39,9 +39,9 @@ def test_the_settings_table_imports_no_backend_and_no_opencv():
 
 @pytest.mark.timeout(120)
 def test_make_docs_check_runs_without_opencv():
-    """``tools/gen_docs.py --check`` as ``make docs`` runs it (a script, by path)."""
+    """``tools/generate/gen_docs.py --check`` as ``make docs`` runs it (a script, by path)."""
     out = _run("import runpy\n"
-               "sys.argv = ['tools/gen_docs.py', '--check']\n"
-               "runpy.run_path('tools/gen_docs.py', run_name='__main__')\n")
+               "sys.argv = ['tools/generate/gen_docs.py', '--check']\n"
+               "runpy.run_path('tools/generate/gen_docs.py', run_name='__main__')\n")
     assert "ModuleNotFoundError" not in out.stderr, f"make docs needs OpenCV:\n{out.stderr}"
     assert out.returncode == 0, out.stderr

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("rclpy")
 
 from support.common import DA3_TEST_MODEL, REPO  # noqa: E402
-from tools.node_process import NodeProcess  # noqa: E402
+from tools.common.node_process import NodeProcess  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -77,7 +77,7 @@ def test_signal_stops_node_mid_inference(sig):
     from dense_perception.ros.messages import array_to_image
     from std_msgs.msg import Header
 
-    slow = [str(REPO / "tools" / "slow_node.py"), "60"]  # a 60 s inference
+    slow = [str(REPO / "tools" / "common" / "slow_node.py"), "60"]  # a 60 s inference
     node = start_node("-p", f"model_path:={DA3_TEST_MODEL}", script=slow)
     context = rclpy.Context()
     rclpy.init(context=context)

@@ -19,7 +19,7 @@ from dense_perception.core.geometry.camera_info_choice import MATCHED, stamp_ns
 from dense_perception.core.products import OUTPUTS
 from dense_perception.ros.messages import MESSAGE_CLASSES
 from dense_perception.ros.node import DensePerceptionNode
-from tools.ros_client import ScenePlayer, decode_status
+from tools.common.ros_client import ScenePlayer, decode_status
 
 # Every output the client can watch (the latched class list is subscribed on demand).
 OUTPUT_TOPICS = {topic: MESSAGE_CLASSES[msgtype] for key, (topic, msgtype, _) in OUTPUTS.items()

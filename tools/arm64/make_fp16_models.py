@@ -13,7 +13,7 @@ is very slow here: the test on DA3 at 280x168 did not finish in 20 minutes.
   default for 16:9), the file a Pi 5 runs; emulated, its fp16 check takes hours, so
   ``make test-arm64`` runs it only with ``ARM64_FULL=1`` (a real aarch64 machine runs it
   always);
-* ``tipsv2_class_56_fp16.tflite``: the TIPSv2-B/14-DPT class of ``tools/bench_models`` (ViT-B
+* ``tipsv2_class_56_fp16.tflite``: the TIPSv2-B/14-DPT class of ``tools/bench/models.py`` (ViT-B
   width: dim 768, 12 heads, 1 register, tanh-GELU; three DPT heads with readout, bins depth,
   unit normals, segmentation logits) at 56x56 with 4 of its 12 blocks (every block tapped)
   and the DPT heads narrowed to 64 features (channels 24/48/96/192; at full width the test
@@ -42,7 +42,7 @@ def fingerprint() -> str:
     """Hash of this script, the exporter and the benchmark model builder."""
     repo = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
-    for path in [Path(__file__).resolve(), repo / "tools" / "bench_models.py",
+    for path in [Path(__file__).resolve(), repo / "tools" / "bench" / "models.py",
                  *sorted((repo / "dense_perception" / "export").glob("*.py"))]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -52,7 +52,7 @@ def build_tips_small():
     """TIPSv2-class graph at 56x56: 4 ViT-B blocks, the three heads at a quarter width."""
     import torch
 
-    from tools import bench_models as B
+    from tools.bench import models as B
 
     torch.manual_seed(B.SEED)
     vit = B.ViTConfig(image_hw=(56, 56), dim=768, heads=12, registers=1, tanh_gelu=True,
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out.mkdir(parents=True, exist_ok=True)
     from dense_perception.export.export_da3 import export_da3
-    from tools import bench_models as B
+    from tools.bench import models as B
 
     export_da3(70, 56, out / DA3_FILE, seed=0, fp16=True, fidelity=False, confidence=False)
     export_da3(504, 280, out / DA3_504_FILE, seed=0, fp16=True, fidelity=False)

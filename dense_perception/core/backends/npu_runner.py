@@ -19,7 +19,7 @@ for Intel, a dispatch library (it runs that bytecode) under ``ai_edge_litert/ven
 * **Qualcomm.** ``QualcommOptions`` on the HTP; needs LiteRT's Qualcomm dispatch library and
   Qualcomm's QNN libraries in ``npu_library_dir`` (no ai-edge-litert 2.3.0 wheel has them: the
   aarch64 wheel ships no vendor plugin at all); JIT-compiled, not cached. Untested here (no
-  Qualcomm hardware): tools/npu_check.sh checks a board.
+  Qualcomm hardware): tools/checks/npu_check.sh checks a board.
 
 ``backend: auto`` never picks the NPU (docs/npu.md says why).
 """

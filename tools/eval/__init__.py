@@ -1,0 +1,1 @@
+"""Accuracy on real RGB-D frames and sequences (``make eval-real``, docs/accuracy.md)."""
