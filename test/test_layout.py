@@ -71,9 +71,27 @@ def test_ros_layer_is_the_only_one_importing_rclpy():
 
 
 def test_no_module_is_over_400_lines():
-    long = {str(p.relative_to(REPO)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 400}
+    """The package's modules and the tools' alike."""
+    long = {str(p.relative_to(REPO)): n for root in (PACKAGE, REPO / "tools")
+            for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def test_tools_are_in_rooms_over_common():
+    """tools/ holds rooms by purpose and no loose module; common/ (what the rooms and the tests
+    share) imports no room, so the arrows go from the rooms down to it."""
+    tools = REPO / "tools"
+    assert sorted(p.name for p in tools.iterdir() if p.is_file()) == ["__init__.py"]
+    rooms = {p.name for p in tools.iterdir() if (p / "__init__.py").exists()}
+    assert {"bench", "checks", "common", "demo", "eval", "generate"} <= rooms
+    upward = {}
+    for path in (tools / "common").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                parts = node.module.split(".")
+                if parts[0] == "tools" and len(parts) > 1 and parts[1] != "common":
+                    upward[path.name] = node.module
+    assert upward == {}
 
 
 def test_tools_and_tests_are_not_installed():

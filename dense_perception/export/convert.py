@@ -1,7 +1,7 @@
 """From torch module to LiteRT flatbuffer and back: litert-torch conversion, weight precision
 (fp16 cast, int8 dynamic range), atomic writes, and reading a file's signature, outputs and
 operator histogram with the LiteRT runtime. torch is imported only by the converting functions,
-so ``tools/bench/run.py``-style readers can use the rest without it."""
+so readers such as ``tools/bench/model_check.py`` can use the rest without it."""
 
 from __future__ import annotations
 

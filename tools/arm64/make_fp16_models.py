@@ -13,9 +13,9 @@ is very slow here: the test on DA3 at 280x168 did not finish in 20 minutes.
   default for 16:9), the file a Pi 5 runs; emulated, its fp16 check takes hours, so
   ``make test-arm64`` runs it only with ``ARM64_FULL=1`` (a real aarch64 machine runs it
   always);
-* ``tipsv2_class_56_fp16.tflite``: the TIPSv2-B/14-DPT class of ``tools/bench/models.py`` (ViT-B
-  width: dim 768, 12 heads, 1 register, tanh-GELU; three DPT heads with readout, bins depth,
-  unit normals, segmentation logits) at 56x56 with 4 of its 12 blocks (every block tapped)
+* ``tipsv2_class_56_fp16.tflite``: the TIPSv2-B/14-DPT class of
+  ``tools/bench/model_graphs.py`` (ViT-B width: dim 768, 12 heads, 1 register, tanh-GELU;
+  three DPT heads with readout, bins depth, unit normals, segmentation logits) at 56x56 with 4 of its 12 blocks (every block tapped)
   and the DPT heads narrowed to 64 features (channels 24/48/96/192; at full width the test
   did not finish in 10 minutes), fp16 weights; its bin logits scaled x200 so that the depth
   is not flat.
@@ -42,7 +42,8 @@ def fingerprint() -> str:
     """Hash of this script, the exporter and the benchmark model builder."""
     repo = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
-    for path in [Path(__file__).resolve(), repo / "tools" / "bench" / "models.py",
+    bench = repo / "tools" / "bench"
+    for path in [Path(__file__).resolve(), bench / "model_graphs.py", bench / "model_check.py",
                  *sorted((repo / "dense_perception" / "export").glob("*.py"))]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -52,13 +53,14 @@ def build_tips_small():
     """TIPSv2-class graph at 56x56: 4 ViT-B blocks, the three heads at a quarter width."""
     import torch
 
-    from tools.bench import models as B
+    from tools.bench.model_graphs import DPTConfig, ViTConfig, finish, torch_modules
+    from tools.bench.models import SEED
 
-    torch.manual_seed(B.SEED)
-    vit = B.ViTConfig(image_hw=(56, 56), dim=768, heads=12, registers=1, tanh_gelu=True,
+    torch.manual_seed(SEED)
+    vit = ViTConfig(image_hw=(56, 56), dim=768, heads=12, registers=1, tanh_gelu=True,
                       depth=4, taps=(0, 1, 2, 3))
-    dpt = B.DPTConfig(features=64, out_channels=(24, 48, 96, 192), readout=True)
-    model = B._finish(B._nn().TIPSv2Class(vit, dpt))  # noqa: SLF001 - same package's builder
+    dpt = DPTConfig(features=64, out_channels=(24, 48, 96, 192), readout=True)
+    model = finish(torch_modules().TIPSv2Class(vit, dpt))
     # Random bin logits are nearly uniform, so the bins depth would be almost constant and any
     # correlation ill-conditioned (fp16 alone cannot resolve a flat output). Sharper logits
     # spread the depth over the bins' range, as a trained head does.
@@ -81,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out.mkdir(parents=True, exist_ok=True)
     from dense_perception.export.export_da3 import export_da3
-    from tools.bench import models as B
+    from tools.bench.model_check import export, sample_input
 
     export_da3(70, 56, out / DA3_FILE, seed=0, fp16=True, fidelity=False, confidence=False)
     export_da3(504, 280, out / DA3_504_FILE, seed=0, fp16=True, fidelity=False)
     model = build_tips_small()
-    B.export(model, B.sample_input((1, 3, 56, 56)), out / TIPS_FILE, fp16=True)
+    export(model, sample_input((1, 3, 56, 56)), out / TIPS_FILE, fp16=True)
     stamp.write_text(want + "\n")
     print(f"wrote {out / DA3_FILE}, {out / DA3_504_FILE} and {out / TIPS_FILE}")
     return 0

@@ -27,7 +27,7 @@ from dense_perception.core.frame_data import Request
 from dense_perception.core.geometry.pointcloud import nearest_per_voxel
 from dense_perception.core.products import COMPRESSED, compress_product
 from dense_perception.core.settings.table import Settings
-from tools.bench.run import median_ms
+from tools.bench.timing import median_ms
 from tools.common.scene import make_sample_scene, scene_intrinsics
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """GPU vs CPU through the whole pipeline, and bare GPU invoke: shared by ``make bench``
-(tools/bench/run.py) and the device check (tools/checks/device_gpu_check.sh).
+(tools/bench/accelerators.py) and the device check (tools/checks/device_gpu_check.sh).
 
 Fidelity compares the products the node publishes (depth, normals, segmentation labels) for the
 same frames on backend ``gpu`` and backend ``cpu`` (XNNPACK, the reference), beside the model

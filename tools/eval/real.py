@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                         input_mean=args.input_mean, input_std=args.input_std,
                         depth_output=args.depth_output, depth_output_kind=args.depth_output_kind)
     base = load_pipeline(str(args.model), settings)
-    # One loaded model, one pipeline per scale source (as tools/bench/run.py shares a runner).
+    # One loaded model, one pipeline per scale source (as tools/bench/frame.py shares a runner).
     pipelines = {source: DensePipeline(base.runner, base.spec,
                                        replace(base.config, depth_scale_source=source))
                  for source in ("none", "ground_plane", "reference_depth")}
