@@ -3,7 +3,7 @@ one frame's outputs after inference, and its finished products."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -13,12 +13,15 @@ from .geometry.camera_model import CameraModel
 from .geometry.fit import FitPlan
 from .geometry.intrinsics import Intrinsics
 from .preprocess import PixelFormat
+from .product_table import PRODUCTS, added_products
 from .scale.metric_scale import ScaleReport
 
 
 @dataclass(frozen=True)
 class Request:
-    """Which products to compute (unrequested ones cost nothing)."""
+    """Which products to compute (unrequested ones cost nothing): a field per built-in product
+    of the products table (:mod:`.product_table`), and ``extra``, the keys of the rows added
+    with a compute step of their own."""
 
     depth: bool = True
     depth_colored: bool = False
@@ -30,10 +33,12 @@ class Request:
     points_rgb: bool = False
     labels_confidence: bool = False
     depth_confidence: bool = False  # DA3 files with a confidence output
+    extra: frozenset[str] = frozenset()  # added rows (product_table.register) to compute
 
     @classmethod
     def everything(cls) -> "Request":
-        return cls(**{f.name: True for f in fields(cls)})
+        return cls(**{f.name: True for f in fields(cls) if f.name != "extra"},
+                   extra=frozenset(p.key for p in added_products()))
 
 
 @dataclass
@@ -60,21 +65,23 @@ class Products:
     camera_note: str = ""                     # what of the CameraInfo could not be honoured
     rectified: bool = False                   # the raw frame was rectified before the model
     motion: Any = None                        # core.motion MotionReport (a pose was handed in)
+    extra: dict[str, Any] = field(default_factory=dict)  # added rows' products, by key
 
     @property
     def depth_metric(self) -> bool:
         """True when ``depth`` (and ``points``) are metres."""
         return self.scale is not None and self.scale.metric
 
+    def get(self, key: str) -> Any:
+        """Product ``key`` of the products table: its field, or an added row's product (None
+        when this frame has none)."""
+        return self.extra.get(key) if PRODUCTS[key].compute is not None else getattr(self, key)
+
     def computed(self) -> tuple[str, ...]:
         """The image and cloud products this frame computed (what it cost, not what was
-        published: depth may be computed for the cloud alone)."""
-        return tuple(name for name in COMPUTED_PRODUCTS if getattr(self, name) is not None)
-
-
-# The per-frame arrays a frame can compute, each only when a request asks for it.
-COMPUTED_PRODUCTS = ("depth", "depth_colored", "depth_confidence", "normals", "normals_colored",
-                     "labels", "labels_colored", "labels_confidence", "points")
+        published: depth may be computed for the cloud alone): the table's per-frame rows."""
+        return tuple(key for key, row in PRODUCTS.items()
+                     if row.computed and self.get(key) is not None)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from .model.specs import CONFIDENCE_KIND, ModelSpec
 from .model.detection import detect_model_spec
 from .geometry.pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
+from .product_table import added_products
 from .geometry.rectify import Rectifier
 from .backends.runner import Runner, check_model_file, open_runner
 from .backends.runner_base import Log
@@ -259,6 +260,11 @@ class DensePipeline:
             # file set ever holds two units (the colour view above has no unit and stays).
             products.depth = None
             products.withheld = f"depth and points withheld: {products.scale.units()}"
+        for product in added_products():  # rows of the products table with their own step
+            if product.key in request.extra:
+                value = product.compute(products)
+                if value is not None:
+                    products.extra[product.key] = value
         return products
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Iterator, Protocol
 
 import numpy as np
@@ -20,41 +20,17 @@ from .compressed import (Compressed, CompressionConfig, compressed_depth, jpeg,
                          png_mono)
 from .geometry.intrinsics import Intrinsics
 from .frame_data import Products, Request
+from .product_table import GROUPS, PRODUCTS, added_products, on_change
 from .timing import StageTimer
 
+# Views of the products table (core/product_table.py, the one place a product is declared),
+# rebuilt in place when a row is registered, so that a module holding one sees the new row.
 # Product key -> (topic relative to the node's namespace, message type, image encoding).
-OUTPUTS: dict[str, tuple[str, str, str]] = {
-    "depth": ("depth/image", "sensor_msgs/msg/Image", "32FC1"),
-    "depth_info": ("depth/camera_info", "sensor_msgs/msg/CameraInfo", ""),
-    "depth_colored": ("depth/colored", "sensor_msgs/msg/Image", "bgr8"),
-    "depth_confidence": ("depth/confidence", "sensor_msgs/msg/Image", "32FC1"),
-    "normals": ("normals/image", "sensor_msgs/msg/Image", "32FC3"),
-    "normals_colored": ("normals/colored", "sensor_msgs/msg/Image", "rgb8"),
-    "labels": ("segmentation/labels", "sensor_msgs/msg/Image", "mono8"),
-    "labels_colored": ("segmentation/colored", "sensor_msgs/msg/Image", "rgb8"),
-    "labels_confidence": ("segmentation/confidence", "sensor_msgs/msg/Image", "mono8"),
-    "classes": ("segmentation/classes", "std_msgs/msg/String", ""),
-    "points": ("points", "sensor_msgs/msg/PointCloud2", ""),
-    # image_transport's compressed topics beside the raw ones (core.compressed's formats)
-    "depth_compressed": ("depth/image/compressedDepth", "sensor_msgs/msg/CompressedImage", ""),
-    "depth_colored_compressed": ("depth/colored/compressed", "sensor_msgs/msg/CompressedImage", ""),
-    "normals_colored_compressed": ("normals/colored/compressed",
-                                   "sensor_msgs/msg/CompressedImage", ""),
-    "labels_compressed": ("segmentation/labels/compressed", "sensor_msgs/msg/CompressedImage", ""),
-    "labels_colored_compressed": ("segmentation/colored/compressed",
-                                  "sensor_msgs/msg/CompressedImage", ""),
-}
+OUTPUTS: dict[str, tuple[str, str, str]] = {}
 # Compressed product key -> (the raw product it compresses, its codec in core.compressed).
-# depth/confidence (32FC1 values of the model's own) has no lossless image_transport format.
-COMPRESSED: dict[str, tuple[str, str]] = {
-    "depth_compressed": ("depth", "compressedDepth"),
-    "depth_colored_compressed": ("depth_colored", "jpeg"),
-    "normals_colored_compressed": ("normals_colored", "jpeg"),
-    "labels_compressed": ("labels", "png"),
-    "labels_colored_compressed": ("labels_colored", "jpeg"),
-}
+COMPRESSED: dict[str, tuple[str, str]] = {}
 # Products that become Image messages with a fixed encoding (depth may also be 16UC1).
-IMAGE_OUTPUTS = {key: enc for key, (_, _, enc) in OUTPUTS.items() if enc and key != "depth"}
+IMAGE_OUTPUTS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -67,19 +43,26 @@ class OutputGroup:
     switch: str                  # the node's parameter
 
 
-OUTPUT_GROUPS: dict[str, OutputGroup] = {g.name: g for g in (
-    OutputGroup("depth", ("depth", "depth_info", "depth_colored", "depth_compressed",
-                          "depth_colored_compressed"), "depth", "publish_depth"),
-    # DA3 files with a confidence output only (export-da3); switched with the depth.
-    OutputGroup("depth_confidence", ("depth_confidence",), "depth_confidence", "publish_depth"),
-    OutputGroup("normals", ("normals", "normals_colored", "normals_colored_compressed"),
-                "normals", "publish_normals"),
-    OutputGroup("seg", ("labels", "labels_colored", "labels_confidence", "classes",
-                        "labels_compressed", "labels_colored_compressed"),
-                "segmentation_logits", "publish_segmentation"),
-    OutputGroup("points", ("points",), "depth", "publish_points"),
-)}
-GROUP_OF_PRODUCT = {key: group for group in OUTPUT_GROUPS.values() for key in group.products}
+OUTPUT_GROUPS: dict[str, OutputGroup] = {}
+GROUP_OF_PRODUCT: dict[str, OutputGroup] = {}
+
+
+def _rebuild() -> None:
+    rows = PRODUCTS.values()
+    for view in (OUTPUTS, COMPRESSED, IMAGE_OUTPUTS, OUTPUT_GROUPS, GROUP_OF_PRODUCT):
+        view.clear()
+    OUTPUTS.update({p.key: (p.topic, p.message, p.encoding) for p in rows})
+    COMPRESSED.update({p.key: p.compresses for p in rows if p.compresses is not None})
+    IMAGE_OUTPUTS.update({p.key: p.encoding for p in rows if p.encoding and p.key != "depth"})
+    OUTPUT_GROUPS.update({g.name: OutputGroup(g.name, tuple(p.key for p in rows
+                                                            if p.group == g.name),
+                                              g.model_output, g.switch)
+                          for g in GROUPS.values()})
+    GROUP_OF_PRODUCT.update({key: group for group in OUTPUT_GROUPS.values()
+                             for key in group.products})
+
+
+on_change(_rebuild)
 
 
 def available_groups(spec: Any) -> list[str]:
@@ -89,16 +72,15 @@ def available_groups(spec: Any) -> list[str]:
 
 def request_for(products: Iterable[str], points_rgb: bool = True) -> Request:
     """What the pipeline must compute for these product keys (the only Request builder); a
-    compressed topic needs the raw product it compresses."""
+    compressed topic needs the raw product it compresses, an added row what it reads."""
     wanted = set(products)
     wanted |= {COMPRESSED[key][0] for key in wanted if key in COMPRESSED}
+    added = {p.key for p in added_products() if p.key in wanted}
+    wanted |= {need for key in added for need in PRODUCTS[key].needs}
+    built_in = {f.name for f in fields(Request)} - {"extra", "points_rgb", "depth"}
     return Request(depth=bool(wanted & {"depth", "depth_info"}),
-                   depth_colored="depth_colored" in wanted,
-                   normals="normals" in wanted, normals_colored="normals_colored" in wanted,
-                   labels="labels" in wanted, labels_colored="labels_colored" in wanted,
-                   points="points" in wanted, points_rgb="points" in wanted and points_rgb,
-                   labels_confidence="labels_confidence" in wanted,
-                   depth_confidence="depth_confidence" in wanted)
+                   points_rgb="points" in wanted and points_rgb,
+                   extra=frozenset(added), **{key: key in wanted for key in built_in})
 
 
 class MessageBuilder(Protocol):
@@ -141,7 +123,7 @@ def compress_product(products: Products, key: str, depth_encoding: str,
     """Compressed product ``key``'s payload from its raw product (None when this frame has
     none), timed as stage ``compress`` on ``timer``."""
     raw_key, codec = COMPRESSED[key]
-    image = getattr(products, raw_key)
+    image = products.get(raw_key)
     if image is None:
         return None
     with timer.stage("compress") if timer is not None else nullcontext():
@@ -166,7 +148,7 @@ def _raw_messages(products: Products, wanted: set[str], header: Any, build: Mess
         yield "depth_info", build.intrinsics_to_camera_info(
             products.intrinsics, header)
     for key, encoding in IMAGE_OUTPUTS.items():
-        image = getattr(products, key)
+        image = products.get(key)
         if image is not None and key in wanted:
             yield key, build.array_to_image(image, encoding, header)
     if products.points is not None and "points" in wanted:

@@ -1,7 +1,7 @@
 """Image and video files in, result folders out, for the offline ``process`` command.
 
 Output folder layout (one file per frame and product, ``<stem>`` = the input file's stem or
-``frame_000123`` for videos)::
+``frame_000123`` for videos; each product's row in ``core/product_table.py`` says its file)::
 
     depth/<stem>.npy             float32 metres (or relative units), NaN = invalid
     depth/<stem>.png             ... or 16-bit PNG in millimetres, 0 = invalid (--depth-format png16)
@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from ...core import postprocess as post
-from ...core.products import COMPRESSED
+from ...core.product_table import PRODUCTS
 from ...core.timing import StageStats
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm",
@@ -185,7 +185,7 @@ class FolderSink:
                              f"{', '.join(DEPTH_FORMATS)}")
         self.root = root
         # files are PNG already: image_transport's compressed topics are for bags only
-        self.keys = [k for k in keys if k not in ("depth_info", "classes") and k not in COMPRESSED]
+        self.keys = [k for k in keys if PRODUCTS[k].file]
         self.depth_format = depth_format
         self.counts: dict[str, int] = {k: 0 for k in self.keys}
         root.mkdir(parents=True, exist_ok=True)
@@ -197,21 +197,19 @@ class FolderSink:
     def write(self, stem: str, products: Any) -> None:
         root = self.root
         for key in self.keys:
-            value = getattr(products, key)
+            value = products.get(key)
             if value is None:
                 continue
-            if key == "depth":
-                if self.depth_format == "png16":
-                    _imwrite(root / key / f"{stem}.png", post.depth_to_millimetres(value))
-                else:
-                    np.save(root / key / f"{stem}.npy", value)
-            elif key in ("normals", "depth_confidence"):  # float32 arrays
+            form = PRODUCTS[key].file  # the products table says how
+            if form == "depth" and self.depth_format == "png16":
+                _imwrite(root / key / f"{stem}.png", post.depth_to_millimetres(value))
+            elif form in ("depth", "npy"):  # float32 arrays
                 np.save(root / key / f"{stem}.npy", value)
-            elif key == "points":
+            elif form == "ply":
                 write_ply(root / key / f"{stem}.ply", value)
-            elif key in ("labels", "labels_confidence", "depth_colored"):  # mono8, bgr8
+            elif form == "png":  # mono8, bgr8
                 _imwrite(root / key / f"{stem}.png", value)
-            else:  # rgb8 colour views
+            else:  # png_rgb: rgb8 colour views
                 _imwrite(root / key / f"{stem}.png", cv2.cvtColor(value, cv2.COLOR_RGB2BGR))
             self.counts[key] += 1
 
