@@ -57,13 +57,20 @@ REFERENCE = {  # the scale diagnostics after a frame whose reference is stamped 
 ODOMETRY = {  # whether a frame in a 1 s gap of the odometry, and one 0.3 s past it, get a pose
     "odometry_max_gap": (2.0, {}), "odometry_tolerance": (0.6, {}),
 }
+MOTION_SCALE = {  # the motion scale's note on a still camera's next frame (DA3)
+    "motion_scale_min_baseline": (0.2, {}),
+}
+ALIGNMENT = {  # the temporal alignment of a still camera's next frame (TIPSv2, metric)
+    "temporal_alignment": (False, {}),
+}
 SCALE_KEYS = ("depth units", "depth scale (m per unit)", "depth scale, this frame",
               "depth scale note", "depth scale filter")
 W, H = 640, 480
 
 
 def test_every_runtime_setting_has_its_effect_checked():
-    groups = [OUTPUTS, WIRE, CAMERA_INFO, GROUND_PLANE, REFERENCE, ODOMETRY]
+    groups = [OUTPUTS, WIRE, CAMERA_INFO, GROUND_PLANE, REFERENCE, ODOMETRY,
+              MOTION_SCALE, ALIGNMENT]
     assert sum(len(g) for g in groups) == len({n for g in groups for n in g})
     assert {n for g in groups for n in g} == {p.name for p in PARAMS if p.runtime}
 
@@ -227,17 +234,18 @@ def test_runtime_settings_change_the_reference_depth_scale(harness_factory):
     sweep(h, REFERENCE, status)
 
 
-def test_runtime_settings_change_which_frames_have_motion(harness_factory):
+def robot_on_odometry(harness_factory, model: str, stamps: list[float], **parameters):
+    """The node on ``model`` with a robot standing still on its odometry at ``stamps`` (s), and
+    a function that sends a frame stamped (sec, nanosec + a count) and returns its
+    diagnostics once the frame's depth view is out."""
     from nav_msgs.msg import Odometry
-    from support.common import TIPS_TEST_MODEL
     from support.motion_bags import CAMERA_IN_BASE
-    h = harness_factory({"model_path": TIPS_TEST_MODEL, "camera_in_base": CAMERA_IN_BASE,
-                         "diagnostics_period": 0.05}, subscribe=("depth/image", "/diagnostics"))
-    h.wait_matched(("depth/image",))
+    h = harness_factory({"model_path": model, "camera_in_base": CAMERA_IN_BASE,
+                         "diagnostics_period": 0.05, **parameters},
+                        subscribe=("depth/colored", "/diagnostics"))
+    h.wait_matched(("depth/colored",))
     odometry = h.client.create_publisher(Odometry, "odometry", 50)
     wait_until(lambda: odometry.get_subscription_count() > 0, 10, "odometry subscribed")
-    # 20 Hz at 200.0-200.2 s and 201.2-201.4 s: a 1 s gap between
-    stamps = [200.0, 200.05, 200.1, 200.15, 200.2, 201.2, 201.25, 201.3, 201.35, 201.4]
     for t in stamps:
         msg = Odometry()
         msg.header = h.header(frame_id="odom", sec=int(t), nanosec=round(t % 1 * 1e9))
@@ -246,14 +254,42 @@ def test_runtime_settings_change_which_frames_have_motion(harness_factory):
     wait_until(lambda: h.perception.odometry.received == len(stamps), 10, "odometry held")
     frame, info, sent = np.full((48, 64, 3), 120, np.uint8), camera_info(64, 48, fx=60.0), [0]
 
-    def has_pose(sec: int, nanosec: int) -> bool:
+    def frame_at(sec: int, nanosec: int) -> dict:
         sent[0] += 1
         header = h.header(sec=sec, nanosec=nanosec + sent[0])  # a new stamp each time
         h.publish_frame(frame, header, info=info)
-        h.wait_for("depth/image", where=lambda m: m.header.stamp == header.stamp)
-        _, _, values = h.diagnostics(lambda d: d[2]["frames processed"] == str(sent[0]))
-        return values["camera pose note"] == "-"
+        h.wait_for("depth/colored", where=lambda m: m.header.stamp == header.stamp)
+        return h.diagnostics(lambda d: d[2]["frames processed"] == str(sent[0]))[2]
+    return h, frame_at
+
+
+def test_runtime_settings_change_which_frames_have_motion(harness_factory):
+    from support.common import TIPS_TEST_MODEL
+    # 20 Hz at 200.0-200.2 s and 201.2-201.4 s: a 1 s gap between
+    stamps = [200.0, 200.05, 200.1, 200.15, 200.2, 201.2, 201.25, 201.3, 201.35, 201.4]
+    h, frame_at = robot_on_odometry(harness_factory, TIPS_TEST_MODEL, stamps)
+
+    def has_pose(sec: int, nanosec: int) -> bool:
+        return frame_at(sec, nanosec)["camera pose note"] == "-"
     sweep(h, ODOMETRY, lambda: (has_pose(200, 700_000_000), has_pose(201, 700_000_000)))
+
+
+STILL = [300.0 + 0.05 * i for i in range(41)]  # a robot standing still for 2 s
+
+
+def test_runtime_settings_change_the_motion_scale(harness_factory):
+    h, frame_at = robot_on_odometry(harness_factory, DA3_TEST_MODEL, STILL,
+                                    depth_scale_source="motion")
+    assert "(10 cm)" in frame_at(301, 0)["depth scale note"]  # the default baseline, said
+    sweep(h, MOTION_SCALE, lambda: frame_at(301, 0)["depth scale note"])
+
+
+def test_runtime_settings_change_the_temporal_alignment(harness_factory):
+    from support.common import TIPS_TEST_MODEL
+    h, frame_at = robot_on_odometry(harness_factory, TIPS_TEST_MODEL, STILL)
+    frame_at(301, 0)  # the first frame has nothing to align with
+    assert frame_at(301, 0)["temporal alignment"] == "aligned"
+    sweep(h, ALIGNMENT, lambda: frame_at(301, 0)["temporal alignment"])
 
 
 def test_restart_only_settings_are_refused_with_a_reason(harness_factory):
