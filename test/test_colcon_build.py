@@ -79,7 +79,8 @@ def test_installed_python_package_has_its_data(install_prefix):
     assert (package / "ros" / "node.py").is_file()
     assert not (_site_packages(install_prefix) / "tools").exists(), "tools/ must not be installed"
     for name in ("models.json", "ade20k_classes.txt", "ade20k_palette.csv"):
-        assert (package / "core" / "data" / name).is_file(), f"core/model/data/{name} not installed"
+        assert (package / "core" / "model" / "data" / name).is_file(), \
+            f"core/model/data/{name} not installed"
 
 
 @pytest.mark.slow

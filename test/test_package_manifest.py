@@ -22,8 +22,8 @@ PIP_ONLY = {"ai_edge_litert": "ai-edge-litert", "rosbags": "rosbags"}
 # Python module -> the pip extra that brings it (optional features, imported lazily; never the node).
 EXTRAS = {"ray": "fleet", "openvino": "openvino"}
 ROBOT_CODE = [*(REPO / "dense_perception").glob("core/**/*.py"),
-              *(REPO / "dense_perception").glob("ros/*.py"),
-              *(REPO / "dense_perception").glob("offline/*.py"),
+              *(REPO / "dense_perception").glob("ros/**/*.py"),
+              *(REPO / "dense_perception").glob("offline/**/*.py"),
               *(REPO / "launch").glob("*.launch.py")]
 
 
@@ -91,8 +91,8 @@ def test_every_runtime_requirement_is_pinned_to_a_range_and_locked():
         assert ">=" in spec and "<" in spec, f"{name} has no upper and lower bound: {spec!r}"
     for lock in ("constraints.txt", "constraints-jazzy.txt", "constraints-py310.txt",
                  "constraints-py312.txt"):
-        pins = dict(line.split("==") for line in (REPO / "requirements" / lock).read_text().splitlines()
-                    if "==" in line and not line.startswith("#"))
+        lines = (REPO / "requirements" / lock).read_text().splitlines()
+        pins = dict(line.split("==") for line in lines if "==" in line and not line.startswith("#"))
         pins = {k.lower(): v for k, v in pins.items()}
         for name, spec in runtime.items():
             assert name in pins, f"{lock} does not pin {name}"
