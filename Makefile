@@ -61,8 +61,9 @@ $(VENV_JAZZY)/.ready: requirements/runtime.txt requirements/test.txt requirement
 	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e .
 	@touch $@
 
-# docs/parameters.md from the settings table (core/settings/table.py) and docs/layout.md from the
-# modules' docstrings; test_docs fails when either is stale.
+# docs/parameters.md and config/{depth,tipsv2}.yaml from the settings table
+# (core/settings/table.py), docs/layout.md from the modules' docstrings; test_docs fails when
+# one is stale.
 docs: setup
 	$(PY) tools/generate/gen_docs.py
 

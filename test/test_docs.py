@@ -8,6 +8,7 @@ import pytest
 from support.common import REPO
 from dense_perception.core.products import OUTPUTS
 from dense_perception.core.settings.table import PARAMS
+from tools.generate.gen_config import CONFIG_FILES, render_config
 from tools.generate.gen_docs import LAYOUT_FOLDERS, first_sentence, render, render_layout
 
 pytestmark = pytest.mark.timeout(60)
@@ -34,6 +35,13 @@ def test_parameters_doc_is_what_make_docs_writes():
 def test_layout_doc_is_what_make_docs_writes():
     """docs/layout.md comes from the modules' docstrings: a new or renamed module shows up."""
     assert (DOCS / "layout.md").read_text() == render_layout(), "docs/layout.md is stale: make docs"
+
+
+@pytest.mark.parametrize("config", CONFIG_FILES, ids=lambda c: c.name)
+def test_parameter_files_are_what_make_docs_writes(config):
+    """config/*.yaml's comments are the table's descriptions: a new or changed setting shows up."""
+    assert (REPO / "config" / config.name).read_text() == render_config(config), \
+        f"config/{config.name} is stale: make docs"
 
 
 def test_every_module_says_what_it_holds():

@@ -1,7 +1,8 @@
-"""``make docs``: write docs/parameters.md from the settings table (core/settings/table.py) and
-docs/layout.md from the modules' own docstrings.
+"""``make docs``: write docs/parameters.md and the node's parameter files (config/depth.yaml,
+config/tipsv2.yaml) from the settings table (core/settings/table.py), and docs/layout.md from the
+modules' own docstrings.
 
-``python tools/generate/gen_docs.py`` rewrites both; ``--check`` exits 1 when one is stale (what
+``python tools/generate/gen_docs.py`` rewrites them; ``--check`` exits 1 when one is stale (what
 test/test_docs.py asserts). The table and the docstrings are the one source: edit a description
 there, not here.
 """
@@ -14,10 +15,14 @@ import re
 import sys
 from pathlib import Path
 
-from dense_perception.core.settings.row import ParamSpec
-from dense_perception.core.settings.table import PARAMS
-
 REPO = Path(__file__).resolve().parents[2]
+if __package__ in (None, ""):  # run by path, as make docs does: tools/ is found from the repo
+    sys.path.insert(0, str(REPO))
+
+from dense_perception.core.settings.row import ParamSpec  # noqa: E402
+from dense_perception.core.settings.table import PARAMS  # noqa: E402
+from tools.generate.gen_config import CONFIG_FILES, render_config  # noqa: E402
+
 TARGET = REPO / "docs" / "parameters.md"
 LAYOUT = REPO / "docs" / "layout.md"
 # The folders of the layout page, in the order a frame meets them; each one's package docstring
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
     args = parser.parse_args(argv)
     stale = False
-    for target, text in ((TARGET, render()), (LAYOUT, render_layout())):
+    configs = [(REPO / "config" / config.name, render_config(config)) for config in CONFIG_FILES]
+    for target, text in ((TARGET, render()), (LAYOUT, render_layout()), *configs):
         if args.check:
             if not target.exists() or target.read_text() != text:
                 print(f"{target} is stale: run make docs", file=sys.stderr)
