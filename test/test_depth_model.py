@@ -295,13 +295,8 @@ def test_info_reads_a_depth_model_when_told(maker, tmp_path, capsys):
 def test_node_startup_refuses_in_one_line(maker, tmp_path, args, expected):
     """The node as its own process: a depth file it cannot read fails fast, one FATAL line."""
     pytest.importorskip("rclpy")
-    from tools.common.node_process import NodeProcess
+    from support.node_startup import startup_refusal
     path = maker.write_depth_model(tmp_path / "d.tflite", H, W, "NHWC")
-    node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={path}", *args]).start()
-    try:
-        code = node.wait(timeout=60)
-    finally:
-        node.stop()
-    lines = [line for line in node.output().splitlines() if "[dense_perception]" in line]
+    code, lines = startup_refusal(["-p", "backend:=cpu", "-p", f"model_path:={path}", *args])
     assert code == 1 and len(lines) == 1 and "[FATAL]" in lines[0], lines
     assert expected in lines[0]

@@ -295,14 +295,9 @@ def test_the_cards_file_is_known_by_its_size_or_operators(size, operators, claim
 @pytest.mark.timeout(120)
 def test_node_refuses_a_dynamic_file_at_start_in_one_line(tmp_path):
     pytest.importorskip("rclpy")
-    from tools.common.node_process import NodeProcess
+    from support.node_startup import startup_refusal
     path = write_io_model(tmp_path / "dyn.tflite", H, W, dynamic="placeholder")
-    node = NodeProcess(["-p", "backend:=cpu", "-p", f"model_path:={path}",
-                        "-p", "model_type:=depth"]).start()
-    try:
-        code = node.wait(timeout=60)
-    finally:
-        node.stop()
-    lines = [line for line in node.output().splitlines() if "[dense_perception]" in line]
+    code, lines = startup_refusal(["-p", "backend:=cpu", "-p", f"model_path:={path}",
+                                   "-p", "model_type:=depth"])
     assert code == 1 and len(lines) == 1 and "[FATAL]" in lines[0], lines
     assert "dynamic size ([1,-1,-1,3], stored [1,1,1,3]" in lines[0]

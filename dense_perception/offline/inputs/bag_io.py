@@ -257,7 +257,18 @@ class BagReader:
             raise BagError(f"bag '{self.path}' is damaged after {index} messages: "
                            f"{one_line(exc)}") from None
 
+    def decoded(self, connections: list[Any]) -> Iterator[tuple[Any | None, str]]:
+        """Each message of ``connections`` in log-time order, as (message, "") or, for one that
+        cannot be deserialised, (None, why): a reader that reads alongside the images counts a
+        bad message and goes on."""
+        for conn, _, data in self.messages(connections):
+            try:
+                yield self.decode(conn, data), ""
+            except BadImageError as exc:
+                yield None, one_line(exc)
+
     def decode(self, conn: Any, data: bytes) -> Any:
+        """One message deserialised; BadImageError (one line) when its bytes are not its type."""
         try:
             return TYPESTORE.deserialize_cdr(data, conn.msgtype)
         except Exception as exc:  # noqa: BLE001

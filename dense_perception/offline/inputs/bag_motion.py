@@ -23,7 +23,7 @@ from ...core.motion.odometry import (CameraPose, OdometryBuffer, camera_mounting
                                     given_mountings, transform_matrix)
 from ...core.motion.pose import invert
 from ...core.settings.table import Settings
-from .bag_io import BagError, BagReader, one_line
+from .bag_io import BagError, BagReader
 from ..console import CliError, warn
 from ..options.settings_args import OFFLINE
 
@@ -82,7 +82,7 @@ class OdometryStream:
                            f"{', '.join(listed) or 'none'}")
         self.topic = topic
         self.buffer = OdometryBuffer(tolerance_s, max_gap_s, history_s=HISTORY_S)
-        self._messages: Iterator[Any] = self._bag.messages(conns)
+        self._messages: Iterator[tuple[Any, str]] = self._bag.decoded(conns)
         self._done = False
         self.frames = ("", "")  # (odometry frame_id, child_frame_id) of the first message
         self.refused: dict[str, int] = {}
@@ -96,11 +96,9 @@ class OdometryStream:
         if item is None:
             self._done = True
             return
-        conn, _, data = item
-        try:
-            msg = self._bag.decode(conn, data)
-        except Exception as exc:  # noqa: BLE001 - a message that cannot be read is counted
-            self._refuse(one_line(exc))
+        msg, problem = item
+        if msg is None:  # a message that cannot be read is counted
+            self._refuse(problem)
             return
         if not self.frames[0]:
             self.frames = (msg.header.frame_id, msg.child_frame_id)

@@ -16,7 +16,7 @@ import numpy as np
 from ...core.conversions import image_msg_to_array
 from ...core.scale.metric_scale import DepthScaler
 from ...core.scale.estimators import reference_to_metres
-from .bag_io import BagError, BagReader, one_line
+from .bag_io import BagError, BagReader
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 
@@ -42,7 +42,7 @@ class ReferenceDepthStream:
             raise BagError(f"reference depth topic '{topic}' is {conns[0].msgtype}; it must be "
                            f"{IMAGE_TYPE} (16UC1 mm or 32FC1 m)")
         self.topic, self.slop = topic, slop
-        self._messages = self._bag.messages(conns)
+        self._messages = self._bag.decoded(conns)
         self._ahead: deque[tuple[float, Any]] = deque()
         self._done = False
         self.used = 0
@@ -55,11 +55,9 @@ class ReferenceDepthStream:
             if item is None:
                 self._done = True
                 break
-            conn, _, data = item
-            try:
-                msg = self._bag.decode(conn, data)
-            except Exception as exc:  # noqa: BLE001 - a bad reference is skipped, counted
-                self._count(one_line(exc))
+            msg, problem = item
+            if msg is None:  # a bad reference is skipped, counted
+                self._count(problem)
                 continue
             self._ahead.append((_stamp(msg), msg))
         while self._ahead and self._ahead[0][0] < stamp - self.slop:
