@@ -57,7 +57,7 @@ def test_qos_overrides_reach_only_their_own_topic(context):
     """The parameters file's qos_overrides (REP 2003) change the QoS DDS really uses (read back
     from the graph by a probe), for that topic alone: rclpy writes overrides into the profile it
     is given, and a shared profile once carried one topic's override to the others. (The camera
-    subscriptions follow ``input_qos`` instead; see test_node.)"""
+    subscriptions follow ``input_qos`` instead; see test_node_subscriptions.)"""
     node = make_node(context, **{"qos_overrides./depth/image.publisher.reliability": "best_effort"})
     probe = rclpy.create_node("compat_probe", context=context)
 
