@@ -68,6 +68,33 @@ def test_a_posed_folder_is_one_sequence_with_the_trajectorys_times(tmp_path, cap
     assert summary["frames"] == 3 and summary["poses"] == str(traj)
 
 
+def test_a_folder_named_by_stamps_matches_the_trajectory_by_stamp(tmp_path, capsys):
+    """Frames named by their stamps (as TUM RGB-D names them) and a trajectory with a line for
+    some of them: the lines go to the frames whose stamps they carry, and the summary says
+    which frames had a pose."""
+    folder = tmp_path / "rgb"
+    folder.mkdir()
+    stamps = ["100.000000", "100.500000", "101.000000", "101.500000"]
+    for i, stamp in enumerate(stamps):
+        z = np.full((60, 80), 2.0 + 0.1 * i, np.float32)
+        cv2.imwrite(str(folder / f"{stamp}.png"), cv2.cvtColor(paint(z), cv2.COLOR_RGB2BGR))
+    traj = tmp_path / "t.tum"
+    traj.write_text("100.0 0 0 0 0 0 0 1\n101.0 0.01 0 0 0 0 0 1\n")  # 2 lines, 4 frames
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out", out,
+                           "--poses", traj, "--outputs", "depth"], capsys)
+    assert code == 0, stderr
+    motion = json.loads((out / "summary.json").read_text())["motion"]
+    assert motion == {"frames_with_motion": 2,
+                      "frames_without_motion": {"no trajectory line": 2}}
+    # The same two lines for frames named otherwise: no stamps to match, a count that differs.
+    for i, stamp in enumerate(stamps):
+        (folder / f"{stamp}.png").rename(folder / f"frame{i}.png")
+    code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out",
+                           tmp_path / "out2", "--poses", traj], capsys)
+    assert code == 2 and "has 2 poses but the input has 4 frames" in stderr
+
+
 def measured(i):
     raw = cv2.imread(str(SEVEN / f"frame-{i:06d}.depth.png"), cv2.IMREAD_UNCHANGED)
     return np.where(raw > 0, raw.astype(np.float32) / 1000, np.nan)

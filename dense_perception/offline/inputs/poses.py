@@ -43,11 +43,15 @@ def colour_frames(paths: list[Path]) -> list[Path]:
 
 
 def posed_frames(events: Iterator[Frame], trajectory: Trajectory, total: int | None,
-                 fps: float | None = None) -> Iterator[Frame]:
+                 times: list[float] | None = None, tally: dict | None = None
+                 ) -> Iterator[Frame]:
     """The frames with their pose and the trajectory's stamp as their time (in order when the
-    counts agree, else by stamp for a video at ``fps``). ScaleOptionError, before any frame,
-    when the trajectory does not fit the input."""
-    times = None if not (fps and total) else [i / fps for i in range(total)]
+    counts agree, else by stamp: ``times`` are the frames' own, a video's frame times or the
+    stamps that name a folder's images). ScaleOptionError, before any frame, when the
+    trajectory does not fit the input. ``tally`` (summary.json's "motion") counts the frames
+    with a pose and those without one, as a bag's odometry does."""
+    tally = {} if tally is None else tally
+    tally.update(frames_with_motion=0, frames_without_motion={})
     try:
         matched = trajectory.for_frames(total, times)
     except TrajectoryError as exc:
@@ -58,5 +62,9 @@ def posed_frames(events: Iterator[Frame], trajectory: Trajectory, total: int | N
             if frame.index < len(matched) and matched[frame.index] is not None:
                 stamp, pose = matched[frame.index]
                 frame = replace(frame, time=stamp, pose=pose)
+                tally["frames_with_motion"] += 1
+            else:
+                without = tally["frames_without_motion"]
+                without["no trajectory line"] = without.get("no trajectory line", 0) + 1
             yield frame
     return frames()

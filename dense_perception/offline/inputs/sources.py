@@ -81,13 +81,18 @@ class _FileInput(OfflineInput):
     def calibrated(self, events: Iterator[Frame]) -> Iterator[Frame]:
         session = self.session
         if session.trajectory is not None:  # a sequence with known motion (inputs/poses.py)
-            events = posed_frames(events, session.trajectory, self.total,
-                                  self.summary.get("video_fps"))
+            events = posed_frames(events, session.trajectory, self.total, self.frame_times(),
+                                  self.summary.setdefault("motion", {}))
             self.summary["poses"] = session.trajectory.path
         if session.camera_info is None:
             return events
         self.summary["camera_info_yaml"] = str(session.options.camera_info_yaml)
         return calibrated_frames(events, session.camera_info, session.options.camera_info_yaml)
+
+    def frame_times(self) -> list[float] | None:
+        """Each frame's time (s) for matching a trajectory's stamps, where the input has one."""
+        fps, total = self.summary.get("video_fps"), self.total
+        return [i / fps for i in range(total)] if fps and total else None
 
     def check_size(self, size: tuple[int, int]) -> None:
         """Refuse a calibration file made for another image size (width, height)."""
@@ -148,6 +153,14 @@ class ImagesInput(_FileInput):
 
     def events(self) -> Iterator[Frame]:
         return self.calibrated(self._frames())
+
+    def frame_times(self) -> list[float] | None:
+        """The images' stamps where every name is one (``1305031102.175304.png``, as the TUM
+        RGB-D sequences name their frames), so a trajectory's lines match them by stamp."""
+        try:
+            return [float(p.stem) for p in self.paths]
+        except ValueError:
+            return None
 
     def _frames(self) -> Iterator[Frame]:
         from .file_io import InputError, read_image
