@@ -24,5 +24,6 @@ class HookedRunner:
 
 
 def same_header(msg, header):
+    """Whether ``msg`` carries ``header``'s stamp and frame."""
     return msg.header.stamp == header.stamp and msg.header.frame_id == header.frame_id
 
