@@ -204,7 +204,7 @@ bench-pi:
 # DA3-Small exported at DA3's own 504 (16:9 and 4:3) with random weights, fidelity of depth and
 # confidence vs the official PyTorch model at the same size (a few minutes).
 test-export: torch-env
-	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3.py
+	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3_model.py test/test_export_da3_graph.py
 
 # Many bags on Ray (process --ray): Ray lives in its own venv so that `make test` stays light.
 $(VENV_FLEET)/.ready: requirements/runtime.txt requirements/test.txt requirements/fleet.txt requirements/constraints.txt

@@ -8,7 +8,7 @@ is very slow here: the test on DA3 at 280x168 did not finish in 20 minutes.
   (``--no-confidence``): on so small a grid the random-weight confidence channel is nearly
   flat, and its fp16-vs-fp32 corr (0.997 emulated, smooth input) measures that flatness, not
   fp16 arithmetic (at 504x280 both outputs agree to 0.99996 with XNNPACK's AVX512-FP16
-  kernels, ``test_export_da3.py``);
+  kernels, ``test_export_da3_model.py``);
 * ``da3_export_504x280_fp16.tflite``: the same at DA3's own resolution (``export-da3``'s
   default for 16:9), the file a Pi 5 runs; emulated, its fp16 check takes hours, so
   ``make test-arm64`` runs it only with ``ARM64_FULL=1`` (a real aarch64 machine runs it
