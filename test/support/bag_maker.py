@@ -1,4 +1,4 @@
-"""Test bags and their known outputs, for the offline command's tests (test_cli, test_fleet).
+"""Test bags and their known outputs, for the offline command's tests (test_cli_*, test_fleet).
 
 Bags (MCAP and sqlite3) are written with ``rosbags`` and hold real sensor_msgs/Image,
 CompressedImage and CameraInfo messages. Frames are uniform colours, so every output value is

@@ -16,8 +16,9 @@ ROOTFS=$CACHE/arm64-rootfs
 WHEELS=$CACHE/arm64-wheels
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # Core, runner, pipeline, models, offline command and export-free tests: no rclpy, no torch.
-ARM64_TESTS=(test/test_runner.py test/test_pipeline.py test/test_models.py test/test_cli.py
-             test/test_fit.py test/test_preprocess.py test/test_postprocess.py
+ARM64_TESTS=(test/test_runner.py test/test_pipeline.py test/test_models.py test/test_cli_bags.py
+             test/test_cli_files.py test/test_cli_interrupts.py test/test_cli_errors.py
+             test/test_cli_info.py test/test_fit.py test/test_preprocess.py test/test_postprocess.py
              test/test_pointcloud.py test/test_frame_slot_and_timing.py test/test_arm64_fp16.py)
 say() { echo "test-arm64: $*"; }
 
