@@ -149,9 +149,9 @@ $(PY_EXTRA:%=which-python-%): which-python-%:
 # GPU tests skip with the reason.
 test-gpu: setup
 	@if tools/checks/install_vulkan.sh; then \
-	  DENSE_PERCEPTION_REQUIRE_GPU=1 $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
+	  DENSE_PERCEPTION_REQUIRE_GPU=1 $(PY) -m pytest -q -rs test/test_gpu_*.py test/test_native_log.py test/test_runner.py; \
 	else \
-	  $(PY) -m pytest -q -rs test/test_gpu.py test/test_native_log.py test/test_runner.py; \
+	  $(PY) -m pytest -q -rs test/test_gpu_*.py test/test_native_log.py test/test_runner.py; \
 	fi
 
 # The NPU backend (LiteRT's Intel OpenVINO plugin) on OpenVINO's CPU device: runner, cache, preload,

@@ -57,7 +57,7 @@ def test_auto_falls_back_to_cpu_and_says_why():
 def test_gpu_backend_fails_fast_when_no_gpu():
     adapter, why_not = gpu_probe()
     if adapter is not None or not why_not:
-        pytest.skip("this machine has a Vulkan GPU adapter (test_gpu.py tests it)")
+        pytest.skip("this machine has a Vulkan GPU adapter (test_gpu_runner.py tests it)")
     with pytest.raises(ModelLoadError, match="GPU backend did not initialise.*'auto' or 'cpu'"):
         open_runner(TIPS_TEST_MODEL, BackendConfig(backend="gpu"), log=lambda _: None)
 
