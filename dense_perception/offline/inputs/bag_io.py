@@ -1,10 +1,8 @@
 """ROS 2 bags in and out for the offline ``process`` command, with no ROS install needed.
 
 Everything goes through the maintained ``rosbags`` library: rosbag2 folders (MCAP or sqlite3)
-and bare ``.mcap`` / ``.db3`` files are read with ``rosbags.rosbag2.Reader``; the output is a
-new rosbag2 folder written with ``rosbags.rosbag2.Writer``; messages are (de)serialised with a
-``rosbags`` typestore. The message layouts are the node's (``conversions.py``), built with the
-``rosbags`` message classes instead of rclpy's.
+and bare ``.mcap`` / ``.db3`` files are read with its ``Reader`` and written with its ``Writer``,
+messages (de)serialised with its typestore, in the node's layouts (``conversions.py``).
 
 Output topics live in the namespace of the input image topic, with the node's names and types:
 ``/camera/image_raw`` (or ``/camera/image_raw/compressed``) gives ``/camera/depth/image``,
@@ -258,14 +256,12 @@ class BagReader:
                            f"{one_line(exc)}") from None
 
     def decoded(self, connections: list[Any]) -> Iterator[tuple[Any | None, str]]:
-        """Each message of ``connections`` in log-time order, as (message, "") or, for one that
-        cannot be deserialised, (None, why): a reader that reads alongside the images counts a
-        bad message and goes on."""
+        """Each message of ``connections`` in log-time order: (message, "") or (None, why)."""
         for conn, _, data in self.messages(connections):
             try:
                 yield self.decode(conn, data), ""
-            except BadImageError as exc:
-                yield None, one_line(exc)
+            except BadImageError as exc:  # a reader beside the images counts it, goes on
+                yield None, str(exc)
 
     def decode(self, conn: Any, data: bytes) -> Any:
         """One message deserialised; BadImageError (one line) when its bytes are not its type."""
