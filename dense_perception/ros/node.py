@@ -34,9 +34,17 @@ class DensePerceptionNode(ParameterHandling, Node):
     def __init__(self, *, runner_hook: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
         self.perception: Perception | None = None
-        settings = self.setup_parameters()
-        self.perception = Perception(self, settings, runner_hook)
-        self.perception.activate()
+        try:
+            settings = self.setup_parameters()
+            self.perception = Perception(self, settings, runner_hook)
+            self.perception.activate()
+        except BaseException:
+            # A node that cannot start gives its handles back at once: left to the garbage
+            # collector, its /rosout registration would outlive it and (rcl before Kilted)
+            # silence the logs of the next node of this name in the process.
+            self.stop()
+            self.destroy_node()
+            raise
 
     def stop(self) -> None:
         """Stop the workers (does not wait for an inference in progress to end)."""
