@@ -68,6 +68,7 @@ def _node(context):
         ("camera_info", arg("camera_info")),
         ("image/compressed", image + "/compressed"),
         ("reference_depth", arg("reference_depth")),
+        ("odometry", arg("odometry")),
     ]
     for camera in cameras:  # <camera>/image <- /<camera>/image_raw, as /camera/... for one
         remappings += [(f"{camera}/image", f"/{camera}/image_raw"),
@@ -138,6 +139,11 @@ def generate_launch_description():
             "reference_depth", default_value="reference_depth",
             description="Metric depth image registered to the camera (16UC1 mm or 32FC1 m), "
                         "used with depth_scale_source: reference_depth"),
+        DeclareLaunchArgument(
+            "odometry", default_value="/odom",
+            description="nav_msgs/Odometry of the robot (REP 105 odom -> base_link): with the "
+                        "camera's mounting (camera_in_base or TF) it gives the camera's motion "
+                        "for temporal_alignment and depth_scale_source: motion"),
         DeclareLaunchArgument(
             "config",
             default_value=PathJoinSubstitution(

@@ -107,7 +107,7 @@ def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     node = _run_opaque(stub_launch, model="/m/tipsv2.tflite", backend="cpu", image="/cam/img",
                        camera_info="/cam/info", config="/c/tipsv2.yaml", namespace="robot1",
                        reference_depth="/tof/depth", input_qos="reliable", use_lifecycle="true",
-                       camera_info_qos="transient_local")
+                       camera_info_qos="transient_local", odometry="/wheel/odom")
     files, overrides = _parameters(node)
     assert files == ["/c/tipsv2.yaml"]
     assert overrides == {"backend": "cpu", "model_path": "/m/tipsv2.tflite",
@@ -119,7 +119,8 @@ def test_launch_arguments_become_parameters_and_remappings(stub_launch):
     remaps = dict(node.kwargs["remappings"])
     assert len(remaps) == len(node.kwargs["remappings"]), "a topic is remapped twice"
     assert remaps == {"image": "/cam/img", "image/compressed": "/cam/img/compressed",
-                      "camera_info": "/cam/info", "reference_depth": "/tof/depth"}
+                      "camera_info": "/cam/info", "reference_depth": "/tof/depth",
+                      "odometry": "/wheel/odom"}
     assert set(remaps) == node_source_facts()[1], "remap exactly the subscribed topics"
     assert node.kwargs["namespace"] == "robot1"
 

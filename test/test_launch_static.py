@@ -14,7 +14,7 @@ from dense_perception.core.backends.runner import BACKENDS
 
 LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
                "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle",
-               "camera_info_qos", "cameras"}
+               "camera_info_qos", "cameras", "odometry"}
 
 
 def test_package_facts_are_consistent():
@@ -23,7 +23,7 @@ def test_package_facts_are_consistent():
                        "dense-perception": "dense_perception.offline.cli:main"}
     node_name, topics = node_source_facts()
     assert node_name == "dense_perception"
-    assert topics == {"image", "image/compressed", "camera_info", "reference_depth"}
+    assert topics == {"image", "image/compressed", "camera_info", "reference_depth", "odometry"}
     assert ET.parse(REPO / "package.xml").getroot().findtext("name") == "dense_perception"
 
 
@@ -36,7 +36,8 @@ def test_launch_declares_exactly_the_documented_arguments():
                      "camera_info": "/camera/camera_info", "namespace": "",
                      "reference_depth": "reference_depth", "rviz": "false",
                      "fixed_frame": "camera_optical_frame", "input_qos": "",
-                     "use_lifecycle": "", "camera_info_qos": "", "cameras": ""}
+                     "use_lifecycle": "", "camera_info_qos": "", "cameras": "",
+                     "odometry": "/odom"}
     for name, call in declared.items():
         description = kwargs_of(call).get("description")
         assert isinstance(description, ast.Constant) and description.value, \

@@ -47,11 +47,13 @@ def console_scripts() -> dict[str, str]:
 
 def node_source_facts() -> tuple[str, set[str]]:
     """The node's NODE_NAME and the topics it subscribes to (the *_TOPIC constants of
-    ros/camera_input.py; read with ast: no rclpy needed)."""
+    ros/camera_input.py and ros/odometry_input.py; read with ast: no rclpy needed)."""
     ros = REPO / "dense_perception" / "ros"
     node_name = module_constants(ast.parse((ros / "perception.py").read_text()))["NODE_NAME"]
-    constants = module_constants(ast.parse((ros / "camera_input.py").read_text()))
-    topics = {value for name, value in constants.items() if name.endswith("_TOPIC")}
+    topics = set()
+    for module in ("camera_input.py", "odometry_input.py"):
+        constants = module_constants(ast.parse((ros / module).read_text()))
+        topics |= {value for name, value in constants.items() if name.endswith("_TOPIC")}
     return node_name, topics
 
 
