@@ -303,11 +303,12 @@ def test_offline_process_with_backend_npu(openvino, tmp_path, capsys):
     image = tmp_path / "scene.png"
     cv2.imwrite(str(image), make_sample_scene()[:, :, ::-1].copy())
     outputs = {}
+    # the NPU's own flags with backend npu only: with cpu they would do nothing and be refused
+    npu_flags = ["--openvino-device", "CPU", "--npu-cache-dir", tmp_path / "cache"]
     for backend in ("npu", "cpu"):
         code, _, err = run_cli(["process", image, "--model", TIPS_TEST_MODEL, "--backend",
-                                backend, "--openvino-device", "CPU", "--npu-cache-dir",
-                                tmp_path / "cache", "--outputs", "depth", "--out",
-                                tmp_path / backend], capsys)
+                                backend, *(npu_flags if backend == "npu" else []),
+                                "--outputs", "depth", "--out", tmp_path / backend], capsys)
         assert code == 0, err
         summary = (tmp_path / backend / "summary.json").read_text()
         assert ("Intel OpenVINO" in summary) == (backend == "npu")
