@@ -39,5 +39,6 @@ def test_the_cameras_take_their_setup_made_once():
     assert motion == ["motion_config"]  # one configuration, shared by the cameras
     channel = [c.function for c in result.calls
                if c.module == "dense_perception.ros.camera_channel"]
-    assert channel == ["CameraChannel.__init__"] * 2
+    # Python 3.10 has no code.co_qualname: the walk names the function bare there
+    assert channel in (["CameraChannel.__init__"] * 2, ["__init__"] * 2), channel
     assert result.rooms <= MAX_ROOMS, " > ".join(result.visits)

@@ -345,12 +345,18 @@ def test_a_scale_setting_the_model_or_source_never_reads_is_refused_with_the_rea
 
 def test_a_runtime_change_that_would_do_nothing_is_refused(harness_factory):
     """The relevance rule at runtime beyond the scale: DA3 with depth_scale_source none makes
-    no points, so a points setting is refused; a voxel cloud is unorganised, so
-    points_organized is refused beside it; compressedDepth of 16UC1 is not quantised."""
+    no points, so a points setting is refused."""
     params = Params(harness_factory({"model_path": DA3_TEST_MODEL}, subscribe=()))
     ok, reason = params.set("points_stride", 4)
     assert not ok and reason.startswith("points_stride has no effect with depth_scale_source "
                                         "none"), reason
+
+
+def test_a_runtime_change_that_would_do_nothing_beside_another_setting_is_refused(
+        harness_factory):
+    """A voxel cloud is unorganised, so points_organized is refused beside it; compressedDepth
+    of 16UC1 is not quantised; the voxel and quantisation limits hold at runtime. (A node of
+    its own: two nodes of one name share their parameter services' names.)"""
     params = Params(harness_factory({"model_path": DA3_TEST_MODEL, "depth_scale_source": "fixed",
                                      "points_voxel_size": 0.05, "depth_encoding": "16UC1"},
                                     subscribe=()))
