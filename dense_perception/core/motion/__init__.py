@@ -31,7 +31,7 @@ frames exactly like the camera's ``DepthScaler``)::
 * ``temporal_alignment`` (setting, default on): the published depth is the current frame's
   fused with the previous output moved into the new view (:mod:`.temporal`); it acts only on
   frames with a pose.
-* ``motion.reset(reason)``: forget the past (a new sequence, time going back).
+* ``motion.reset()``: forget the past (a new sequence, time going back).
 
 **Flicker** (:func:`.warp.tae`): ``tae(depth_a, depth_b, k, a_to_b)``: frame a's depth moved by the
 motion into frame b, mean AbsRel against frame b's depth (Video Depth Anything's

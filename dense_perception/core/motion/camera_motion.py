@@ -4,7 +4,8 @@ two outputs. The pipeline calls it from ``finish`` (see the package docstring fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import cv2
@@ -44,7 +45,15 @@ class MotionReport:
     aligned: bool = False
     reason: str = ""            # why the frame was not aligned (a reset), "" when it was
     fused_share: float = 0.0
-    tae: float | None = None    # self-consistency of this output and the previous one
+    # (previous output, this output, intrinsics, previous-to-this motion): what :attr:`tae`
+    # reads; None when the two cannot be compared
+    pair: tuple | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def tae(self) -> float | None:
+        """The self-consistency of this output and the previous one (TAE), computed when first
+        read: /diagnostics reads it once a period, not on every frame's hot path."""
+        return None if self.pair is None else tae(*self.pair)
 
 
 def motion_diagnostics(report: MotionReport | None) -> dict[str, str]:
@@ -79,16 +88,11 @@ class CameraMotion:
         self._last: tuple[np.ndarray, np.ndarray, Intrinsics, object] | None = None  # +unit
         self.last: MotionReport | None = None
 
-    def reset(self, reason: str = "") -> None:
+    def reset(self) -> None:
         """Forget the past (a new sequence)."""
         self.scale.reset()
         self.temporal.reset()
         self._last = None
-
-    def scale_estimate(self, t: float, pose: np.ndarray | None, relative: np.ndarray,
-                       k: Intrinsics, grey: np.ndarray) -> Estimate:
-        """This frame's motion scale (for ``depth_scale_source: motion``)."""
-        return self.scale.estimate(t, pose, relative, k, grey)
 
     def frame_estimate(self, source: str, t: float, pose: np.ndarray | None, raw: Any,
                        products: Any, output_resolution: str) -> Estimate | None:
@@ -98,7 +102,7 @@ class CameraMotion:
             return None
         grey = grey_on_grid(raw, products.plan, output_resolution,
                             (products.width, products.height))
-        return self.scale_estimate(t, pose, products.depth, products.intrinsics, grey)
+        return self.scale.estimate(t, pose, products.depth, products.intrinsics, grey)
 
     def publish(self, t: float, pose: np.ndarray | None, products: Any) -> None:
         """The pipeline's hook after the scale: ``products.depth`` aligned over time, and
@@ -125,11 +129,11 @@ class CameraMotion:
             depth, done = self.temporal.align(t, pose, depth, k, unit, anchor)
         else:
             done = Alignment(False, "temporal_alignment is off")
-        flicker = None
+        pair = None
         if pose is not None and self._last is not None and self._last[2] == k \
                 and self._last[3] == unit and self._last[0].shape == depth.shape:
-            flicker = tae(self._last[0], depth, k, motion(self._last[1], pose))
+            pair = (self._last[0], depth, k, motion(self._last[1], pose))
         self._last = None if pose is None else (depth, pose, k, unit)
         self.last = MotionReport(pose is not None, done.aligned, done.reason, done.fused_share,
-                                 flicker)
+                                 pair)
         return depth, self.last
