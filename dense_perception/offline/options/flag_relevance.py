@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ...core.model.specs import ModelSpec
-from ...core.settings.relevance import INPUT_WORDS, Where, ignored_settings
+from ...core.settings.relevance import INPUT_WORDS, Where, why_ignored
 from ...core.settings.table import Settings
 from ..console import CliError
 from .process_options import BAG_ONLY, ProcessOptions
@@ -21,7 +21,7 @@ def run_where(spec: ModelSpec, kind: str, options: ProcessOptions) -> Where:
     return Where(spec.kind, spec.metric_depth, kind,
                  camera_info_file=options.camera_info_yaml is not None,
                  compressed=kind == "bag" and options.compressed != "off",
-                 sequence=bool(getattr(options, "poses", None)))  # photos with a trajectory
+                 sequence=bool(options.poses))  # photos with a trajectory
 
 
 def check_bag_options(options: ProcessOptions, kinds: Iterable[str]) -> None:
@@ -39,9 +39,8 @@ def check_flags(settings: Settings, given: list[str], spec: ModelSpec,
                 options: ProcessOptions, kinds: Iterable[str]) -> None:
     """CliError for the first typed setting flag that does nothing for this model on every one
     of the inputs' ``kinds``."""
-    per_kind = [ignored_settings(settings, given, run_where(spec, kind, options), OFFLINE)
-                for kind in sorted(set(kinds))]
-    for why in per_kind[0]:
-        flag = why.split(" ", 1)[0]
-        if all(any(w.split(" ", 1)[0] == flag for w in other) for other in per_kind[1:]):
-            raise CliError(f"{why}; leave it out")
+    wheres = [run_where(spec, kind, options) for kind in sorted(set(kinds))]
+    for name in given:
+        whys = [why_ignored(name, settings, where, OFFLINE) for where in wheres]
+        if all(whys):
+            raise CliError(f"{whys[0]}; leave it out")
