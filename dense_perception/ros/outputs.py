@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from ..core.compressed import CompressionConfig
+from ..core.product_table import skipped
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
 from ..core.settings.derived import publishes
 from ..core.settings.table import Settings
@@ -18,6 +21,7 @@ from .messages import MESSAGE_CLASSES
 from .parameters import StartupError
 
 PUBLISHER_QOS = QoSProfile(depth=5)  # system default: reliable, volatile (REP 2003)
+SKIP_LOG_PERIOD = 5.0  # s: one WARN per added product and reason at most this often
 
 
 def prefixed(prefix: str, topic: str) -> str:
@@ -54,6 +58,7 @@ class Outputs:
             for key in products if key != "classes"}
         self.prefix = prefix
         self.bandwidth: dict[str, RateMeter] = {key: RateMeter() for key in self.pubs}
+        self._skip_logged: dict[tuple[str, str], float] = {}  # (key, kind) -> when last said
         self._classes_pub = None
         if not self.pubs:
             raise StartupError("every output is switched off (publish_* parameters) or not "
@@ -73,11 +78,24 @@ class Outputs:
                 compression: CompressionConfig = CompressionConfig(),
                 timer: StageTimer | None = None) -> None:
         """Publish this frame's products to the outputs that have subscribers (compressed
-        ones are encoded only then, timed as stage ``compress`` on ``timer``)."""
+        ones are encoded only then, timed as stage ``compress`` on ``timer``). An added
+        product the frame left out (a bad value, a compute step that raised) is said in one
+        WARN, throttled per product and reason; the frame's other products go out."""
+        self._log_skipped(products)
         for key, msg in product_messages(products, self.listened(), header, messages,
                                          depth_encoding, compression, timer):
             self.pubs[key].publish(msg)
             self.bandwidth[key].tick(amount=payload_bytes(msg))
+
+    def _log_skipped(self, products: Any) -> None:
+        now = time.monotonic()
+        for key, skip in skipped(products).items():
+            if now - self._skip_logged.get((key, skip.kind), -math.inf) >= SKIP_LOG_PERIOD:
+                self._skip_logged[(key, skip.kind)] = now
+                topic = prefixed(self.prefix, OUTPUTS[key][0]) if key in OUTPUTS else key
+                self._node.get_logger().warning(
+                    f"product '{key}' ({topic}) skipped: {skip.text} (this frame's other "
+                    f"products are published; said at most every {SKIP_LOG_PERIOD:g} s)")
 
     def bandwidth_rates(self) -> dict[str, float]:
         """Bytes per second now published on each topic (relative name) that has published."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 
+from ...core.product_table import skipped
 from ...core.scale.metric_scale import ScaleTally
 from ...core.pipeline import DensePipeline
 from ...core.frame_data import Request
@@ -36,6 +37,21 @@ class RunStats:
     guessed_intrinsics: int = 0
     intrinsics: dict[str, dict[str, Any]] = field(default_factory=dict)
     reject_reasons: dict[str, int] = field(default_factory=dict)
+    # added products (product_table.register) left out of frames: frames per key, and per
+    # "key: reason" (the first frame's words for each kind of fault)
+    skipped_products: dict[str, int] = field(default_factory=dict)
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    skip_kinds: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def skip(self, key: str, kind: str, text: str) -> None:
+        """Count added product ``key`` left out of one frame; say why, once per reason."""
+        first = self.skip_kinds.get((key, kind))
+        if first is None:
+            first = self.skip_kinds[(key, kind)] = f"{key}: {text}"
+            warn(f"product '{key}' skipped: {text} (the frame's other products are written; "
+                 f"summary.json counts the frames)")
+        self.skipped_products[key] = self.skipped_products.get(key, 0) + 1
+        self.skip_reasons[first] = self.skip_reasons.get(first, 0) + 1
 
 
 # ---- the loop -----------------------------------------------------------------------------------
@@ -117,6 +133,8 @@ class _FrameWriter:
         self.scales.add(products.scale)
         with self.pipeline.timer.stage("write"):
             self.target.frame(frame, products)
+        for key, skip in skipped(products).items():
+            self.stats.skip(key, skip.kind, skip.text)
         _record_intrinsics(self.stats, frame, products)
         self.stats.frames += 1
         self.bar.update(1)
@@ -160,7 +178,8 @@ def _close_run(writer: _FrameWriter, summary: dict[str, Any], total: int | None,
         writer.bar.close()
         summary.update(
             frames=stats.frames, rejected=stats.rejected,
-            reject_reasons=stats.reject_reasons, total=total, interrupted=interrupted,
+            reject_reasons=stats.reject_reasons, skipped_products=stats.skipped_products,
+            skip_reasons=stats.skip_reasons, total=total, interrupted=interrupted,
             error=None if error is None else describe(error),
             seconds=round(elapsed, 3),
             fps=round(stats.frames / elapsed, 3) if elapsed > 0 else None,
@@ -195,6 +214,9 @@ def _exit_status(summary: dict[str, Any], stats: RunStats, error: Exception | No
         return EXIT_ERROR
     fps = summary["fps"] or 0.0
     extra = f", {stats.rejected} skipped" if stats.rejected else ""
+    if stats.skipped_products:
+        extra += " (" + ", ".join(f"{key} left out of {count}" for key, count in
+                                  stats.skipped_products.items()) + ")"
     print(f"{PROG}: {stats.frames} frames{extra} in {summary['seconds']:.1f} s "
           f"({fps:.2f} fps) -> {out}", flush=True)
     return EXIT_OK
