@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,6 +37,7 @@ from ...core.timing import StageStats
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm",
                   ".pnm", ".jp2")
 DEPTH_FORMATS = ("npy", "png16")
+STAMP_NAME = re.compile(r"[0-9]+(\.[0-9]+)?")  # seconds: 1305031102.175304
 
 
 class InputError(RuntimeError):
@@ -48,10 +50,26 @@ def is_image_file(path: Path) -> bool:
 
 
 def list_images(folder: Path) -> list[Path]:
-    """The image files directly in ``folder``, in name order (numbers compared as numbers)."""
+    """The image files directly in ``folder``, in name order (numbers compared as numbers);
+    frames named by their stamps (:func:`name_stamps`) in time order."""
     files = [p for p in folder.iterdir() if p.is_file() and is_image_file(p)
              and not p.name.startswith(".")]
+    stamps = name_stamps(files)
+    if stamps is not None:  # 1000.1 after 1000.033333: the stamp's value, not its digits
+        return [p for _, p in sorted(zip(stamps, files), key=lambda sp: (sp[0], sp[1].name))]
     return sorted(files, key=_natural_key)
+
+
+def name_stamps(paths: list[Path]) -> list[Decimal] | None:
+    """The stamps (s) that name ``paths``, as TUM RGB-D names its frames
+    (``1305031102.175304.png``; trailing zeros may be left out: ``1000.1.png``, ``1000.png``),
+    or None unless every name is a number and one at least has a fractional part (names that
+    are all whole numbers, ``000123.png``, are frame numbers, not times)."""
+    if not paths or not all(STAMP_NAME.fullmatch(p.stem) for p in paths):
+        return None
+    if not any("." in p.stem for p in paths):
+        return None
+    return [Decimal(p.stem) for p in paths]
 
 
 def _natural_key(path: Path) -> list[Any]:

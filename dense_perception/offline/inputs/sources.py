@@ -81,8 +81,12 @@ class _FileInput(OfflineInput):
     def calibrated(self, events: Iterator[Frame]) -> Iterator[Frame]:
         session = self.session
         if session.trajectory is not None:  # a sequence with known motion (inputs/poses.py)
+            notes: list[str] = []  # frames without a pose, said before any frame
             events = posed_frames(events, session.trajectory, self.total, self.frame_times(),
-                                  self.summary.setdefault("motion", {}))
+                                  self.summary.setdefault("motion", {}), self.name_stamps(),
+                                  notes)
+            if notes:
+                self.summary["warnings"] = notes
             self.summary["poses"] = session.trajectory.path
         if session.camera_info is None:
             return events
@@ -93,6 +97,11 @@ class _FileInput(OfflineInput):
         """Each frame's time (s) for matching a trajectory's stamps, where the input has one."""
         fps, total = self.summary.get("video_fps"), self.total
         return [i / fps for i in range(total)] if fps and total else None
+
+    def name_stamps(self) -> list[float] | None:
+        """The stamps (s) that name the frames, where every name is one: the trajectory is
+        matched to them by stamp, never by line order."""
+        return None
 
     def check_size(self, size: tuple[int, int]) -> None:
         """Refuse a calibration file made for another image size (width, height)."""
@@ -154,13 +163,12 @@ class ImagesInput(_FileInput):
     def events(self) -> Iterator[Frame]:
         return self.calibrated(self._frames())
 
-    def frame_times(self) -> list[float] | None:
+    def name_stamps(self) -> list[float] | None:
         """The images' stamps where every name is one (``1305031102.175304.png``, as the TUM
-        RGB-D sequences name their frames), so a trajectory's lines match them by stamp."""
-        try:
-            return [float(p.stem) for p in self.paths]
-        except ValueError:
-            return None
+        RGB-D sequences name their frames; ``file_io.name_stamps``)."""
+        from .file_io import name_stamps
+        stamps = name_stamps(self.paths)
+        return None if stamps is None else [float(s) for s in stamps]
 
     def _frames(self) -> Iterator[Frame]:
         from .file_io import InputError, read_image
