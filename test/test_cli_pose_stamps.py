@@ -1,7 +1,8 @@
 """``dense-perception process --poses`` on frames named by their stamps: they run in time order
 (the stamp's value, not its digits), each takes the trajectory's pose at its own stamp (never a
 line by its position), a trajectory on another clock or with a repeated stamp is refused in one
-line (exit 2)."""
+line (exit 2), and ``--temporal-alignment`` without the camera's motion is refused by the
+settings' relevance rule like the other motion flags."""
 
 import json
 from decimal import Decimal
@@ -12,6 +13,7 @@ import pytest
 
 from support.common import DA3_TEST_MODEL
 from support.common import run_cli as run
+from support.motion_bags import driving, write_motion_bag
 from support.video_maker import write_video
 from tools.common.metric_scene import paint
 from tools.eval.real_scenes import PYDNET, REAL_SCENES
@@ -153,6 +155,32 @@ def test_a_repeated_stamp_is_refused_in_one_line(tmp_path, capsys):
     assert code == 2 and len(stderr.strip().splitlines()) == 1, stderr
     assert "line 2: stamp 0.0 is the previous line's too" in stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flag", ["--temporal-alignment", "--no-temporal-alignment"])
+def test_temporal_alignment_without_motion_is_refused_in_one_line(tmp_path, capsys, flag):
+    """Without --poses (a folder) or --odometry-topic (a bag) there is no motion to align
+    with: the flag would do nothing, so it is refused as the other settings are; with the
+    trajectory it is taken."""
+    folder = painted_folder(tmp_path, ["100.0", "100.1"])
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out", out, flag],
+                          capsys)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1, stderr
+    assert ("--temporal-alignment has no effect without the camera's motion (offline: "
+            "--poses FILE") in stderr
+    assert not out.exists()
+    bag = write_motion_bag(tmp_path / "b", [0.2], driving(0.0, 0.4))
+    code, _, stderr = run(["process", bag, "--model", DA3_TEST_MODEL, "--out", out, flag],
+                          capsys)
+    assert code == 2 and "--odometry-topic TOPIC for a bag" in stderr, stderr
+    traj = tmp_path / "t.tum"
+    traj.write_text("100.0 0 0 0 0 0 0 1\n100.1 0.01 0 0 0 0 0 1\n")
+    code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out", out, flag,
+                           "--poses", traj, "--outputs", "depth"], capsys)
+    assert code == 0, stderr
+    motion = json.loads((out / "summary.json").read_text())["motion"]
+    assert motion["frames_with_motion"] == 2
 
 
 def test_stamp_names_are_listed_in_time_order_and_frame_numbers_as_before(tmp_path):

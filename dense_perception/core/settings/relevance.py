@@ -2,9 +2,9 @@
 
 Every row of the settings table (:data:`~.table.PARAMS`) has a rule in :data:`SCOPE`:
 given a run (:class:`Where`: the model's kind, whether its depth is metric, the input's kind,
-whether a calibration file or the compressed formats are there) and its settings, why the
-setting does nothing, or None where it acts. A row without a rule fails test_setting_relevance,
-so a new setting cannot skip it.
+whether a calibration file, the compressed formats or the camera's motion are there) and its
+settings, why the setting does nothing, or None where it acts. A row without a rule fails
+test_setting_relevance, so a new setting cannot skip it.
 
 The three front ends ask :func:`ignored_settings` alike, for the settings the user gave: the
 node at start (those off their defaults: one WARN each, and /diagnostics lists them), the node
@@ -37,6 +37,8 @@ class Where:
     camera_info_file: bool = False  # offline images and videos: --camera-info-yaml given
     compressed: bool = True         # compressed formats made (offline: --compressed add|only)
     sequence: bool = False          # offline images with poses: one camera's stream, filtered
+    motion: bool = True             # the camera's motion comes (the node: its odometry;
+    #                                 offline: --poses, a bag's --odometry-topic)
 
 
 # A rule: (settings, where, syntax) -> what follows "<name> has no effect", or None (it acts).
@@ -145,6 +147,11 @@ FILTERED = unless(lambda s, w: w.input_kind in ("image", "images") and not w.seq
                   lambda s, x: "on unrelated photos: each is scaled on its own, with no filter "
                                "and no hold")
 
+# The camera's motion: the node's odometry, offline --poses or a bag's --odometry-topic.
+MOVING = unless(lambda s, w: not w.motion,
+                lambda s, x: "without the camera's motion (offline: --poses FILE for images "
+                             "and videos, --odometry-topic TOPIC for a bag)")
+
 SCOPE: dict[str, Rule] = {
     "model_path": always, "model_type": always,
     "input_normalization": model_kinds("depth"),
@@ -170,7 +177,7 @@ SCOPE: dict[str, Rule] = {
     "ground_max_tilt_deg": relative_depth("ground_plane"),
     "depth_scale_min_inliers": relative_depth(*ESTIMATED_SOURCES),
     "motion_scale_min_baseline": relative_depth("motion"),
-    "temporal_alignment": always,
+    "temporal_alignment": MOVING,
     "reference_depth_slop": relative_depth("reference_depth"),
     # max_depth with relative depth is refused outright (metric_scale.relative_output_problem)
     "max_depth": POINTS,

@@ -21,7 +21,8 @@ def run_where(spec: ModelSpec, kind: str, options: ProcessOptions) -> Where:
     return Where(spec.kind, spec.metric_depth, kind,
                  camera_info_file=options.camera_info_yaml is not None,
                  compressed=kind == "bag" and options.compressed != "off",
-                 sequence=bool(options.poses))  # photos with a trajectory
+                 sequence=bool(options.poses),  # photos with a trajectory
+                 motion=bool(options.odometry_topic if kind == "bag" else options.poses))
 
 
 def check_bag_options(options: ProcessOptions, kinds: Iterable[str]) -> None:
