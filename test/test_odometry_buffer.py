@@ -52,15 +52,18 @@ def test_the_pose_between_two_samples_is_interpolated_and_mounted():
         np.testing.assert_allclose(got[:3], world_point_of(point, base, z, yaw), atol=1e-9)
 
 
-def test_a_stamp_on_a_sample_or_just_past_an_end_takes_that_samples_pose():
+def test_a_stamp_on_a_sample_or_just_before_the_oldest_takes_that_samples_pose():
     buffer = buffer_with([(1.0, [0.0, 0.0, 0.0], 0.0), (1.1, [0.5, 0.0, 0.0], 0.3)],
                          tolerance_s=0.05)
     mount = mounting_matrix(MOUNT)
     for t, base, yaw in ((1.0, (0.0, 0.0), 0.0), (1.1, (0.5, 0.0), 0.3),
-                         (0.96, (0.0, 0.0), 0.0), (1.14, (0.5, 0.0), 0.3)):
+                         (0.96, (0.0, 0.0), 0.0)):
         pose = buffer.pose_at(int(round(t * S)), mount)
         np.testing.assert_allclose((pose.pose @ [0, 0, 1.0, 1])[:3],
                                    world_point_of([0, 0, 1.0], base, 0.0, yaw), atol=1e-9)
+    # Just past the newest: the robot has moved on since; never the newest's pose.
+    past = buffer.pose_at(int(round(1.14 * S)), mount)
+    assert past.pose is None and past.kind == "out of range"
 
 
 def test_the_motion_between_two_image_stamps():
@@ -76,8 +79,9 @@ def test_a_stamp_outside_the_odometry_beyond_the_tolerance_gets_no_pose():
     buffer = buffer_with([(5.0, [0, 0, 0], 0.0), (5.1, [0, 0, 0], 0.0)], tolerance_s=0.05)
     mount = mounting_matrix(MOUNT)
     late = buffer.pose_at(int(5.2 * S), mount)
-    assert late.pose is None
-    assert "0.100 s after the newest odometry" in late.reason and "tolerance 0.05 s" in late.reason
+    assert late.pose is None and late.kind == "out of range"
+    assert "0.100 s after the newest odometry" in late.reason
+    assert "never the newest's" in late.reason
     early = buffer.pose_at(int(4.9 * S), mount)
     assert early.pose is None and "0.100 s before the oldest" in early.reason
     assert "no odometry received yet" in OdometryBuffer().pose_at(0, mount).reason

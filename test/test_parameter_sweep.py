@@ -54,8 +54,9 @@ GROUND_PLANE = {  # the scale diagnostics after the next frame (depth_scale_sour
 REFERENCE = {  # the scale diagnostics after a frame whose reference is stamped 30 ms off
     "reference_depth_slop": (0.01, {}),
 }
-ODOMETRY = {  # whether a frame in a 1 s gap of the odometry, and one 0.3 s past it, get a pose
-    "odometry_max_gap": (2.0, {}), "odometry_tolerance": (0.6, {}),
+ODOMETRY = {  # whether a frame in a 1 s gap of the odometry, one 0.3 s before it, and one past
+    # it whose next message comes while it may wait, get a pose
+    "odometry_max_gap": (2.0, {}), "odometry_tolerance": (0.6, {}), "odometry_wait": (0.0, {}),
 }
 MOTION_SCALE = {  # the motion scale's note on a still camera's next frame (DA3)
     "motion_scale_min_baseline": (0.2, {}),
@@ -247,31 +248,61 @@ def robot_on_odometry(harness_factory, model: str, stamps: list[float], **parame
     odometry = h.client.create_publisher(Odometry, "odometry", 50)
     wait_until(lambda: odometry.get_subscription_count() > 0, 10, "odometry subscribed")
     for t in stamps:
-        msg = Odometry()
-        msg.header = h.header(frame_id="odom", sec=int(t), nanosec=round(t % 1 * 1e9))
-        msg.child_frame_id, msg.pose.pose.orientation.w = "base_link", 1.0
-        odometry.publish(msg)
+        odometry.publish(odometry_at(h, t))
     wait_until(lambda: h.perception.odometry.received == len(stamps), 10, "odometry held")
     frame, info, sent = np.full((48, 64, 3), 120, np.uint8), camera_info(64, 48, fx=60.0), [0]
 
-    def frame_at(sec: int, nanosec: int) -> dict:
+    def frame_at(sec: int, nanosec: int, while_waiting=None) -> dict:
+        """``while_waiting()``: called once the frame waits for odometry, if it does."""
         sent[0] += 1
         header = h.header(sec=sec, nanosec=nanosec + sent[0])  # a new stamp each time
+        waited = h.perception.odometry.buffer.waited
         h.publish_frame(frame, header, info=info)
+        if while_waiting is not None:
+            out = lambda: any(m.header.stamp == header.stamp  # noqa: E731
+                              for m in list(h.received["depth/colored"]))
+            wait_until(lambda: out() or h.perception.odometry.buffer.waited > waited, 10,
+                       "the frame out, or waiting for odometry")
+            if h.perception.odometry.buffer.waited > waited:
+                while_waiting()
         h.wait_for("depth/colored", where=lambda m: m.header.stamp == header.stamp)
         return h.diagnostics(lambda d: d[2]["frames processed"] == str(sent[0]))[2]
+    frame_at.send = lambda t: odometry.publish(odometry_at(h, t))
     return h, frame_at
+
+
+def odometry_at(h, t: float):
+    """A still robot's odometry message stamped ``t`` (s)."""
+    from nav_msgs.msg import Odometry
+    msg = Odometry()
+    msg.header = h.header(frame_id="odom", sec=int(t), nanosec=round(t % 1 * 1e9))
+    msg.child_frame_id, msg.pose.pose.orientation.w = "base_link", 1.0
+    return msg
 
 
 def test_runtime_settings_change_which_frames_have_motion(harness_factory):
     from support.common import TIPS_TEST_MODEL
     # 20 Hz at 200.0-200.2 s and 201.2-201.4 s: a 1 s gap between
     stamps = [200.0, 200.05, 200.1, 200.15, 200.2, 201.2, 201.25, 201.3, 201.35, 201.4]
-    h, frame_at = robot_on_odometry(harness_factory, TIPS_TEST_MODEL, stamps)
+    # a long wait to start from: the test sends the next message once it sees the frame wait
+    h, frame_at = robot_on_odometry(harness_factory, TIPS_TEST_MODEL, stamps, odometry_wait=2.0)
+    newest = [stamps[-1]]
 
-    def has_pose(sec: int, nanosec: int) -> bool:
-        return frame_at(sec, nanosec)["camera pose note"] == "-"
-    sweep(h, ODOMETRY, lambda: (has_pose(200, 700_000_000), has_pose(201, 700_000_000)))
+    def has_pose(sec: int, nanosec: int, while_waiting=None) -> bool:
+        return frame_at(sec, nanosec, while_waiting)["camera pose note"] == "-"
+
+    def next_comes_while_it_waits() -> bool:
+        """A frame 0.1 s past the newest message; the next one is sent while it waits."""
+        t = newest[0] + 0.1
+
+        def send():
+            newest[0] = t + 0.05
+            frame_at.send(newest[0])
+            wait_until(lambda: h.perception.odometry.buffer.newest_ns() == round(
+                newest[0] * 1e9), 10, "the next odometry message held")
+        return has_pose(int(t), round(t % 1 * 1e9), send)
+    sweep(h, ODOMETRY, lambda: (has_pose(200, 700_000_000), has_pose(199, 700_000_000),
+                                next_comes_while_it_waits()))
 
 
 STILL = [300.0 + 0.05 * i for i in range(41)]  # a robot standing still for 2 s

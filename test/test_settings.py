@@ -32,7 +32,9 @@ NODE_ONLY = {"publish_depth", "publish_normals", "publish_segmentation", "publis
              "use_lifecycle", "input_compressed",
              # offline, several cameras are several --topic values of one bag; each topic's
              # DA3 scale uses --camera-height
-             "cameras", "camera_heights"}
+             "cameras", "camera_heights",
+             # process reads a bag's odometry ahead of each image: nothing comes late
+             "odometry_wait"}
 
 
 def parse(*argv):

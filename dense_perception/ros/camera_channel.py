@@ -7,6 +7,7 @@ stages are the node's and shared by every camera (``perception.Perception``).
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Any, Callable
 
@@ -30,6 +31,8 @@ CAMERA_INFO_HISTORY = 30
 # A frame without a pose: these reasons hold as long as the robot's set-up does, so they are said
 # once; the others (a gap, a stamp out of range, a refused message) every 10 s while they last.
 SAID_ONCE = ("no odometry", "no mounting")
+# The motion scale's reasons that a wrong mounting gives (core/motion/motion_scale.py).
+SUSPECT_MOUNTING = ("off the epipolar lines", "moves against the camera motion")
 
 
 class CameraChannel:
@@ -48,6 +51,7 @@ class CameraChannel:
         self.odometry = odometry
         self.motion = CameraMotion(setup.motion)
         self.pose_note = "-"  # why the last frame had no pose ("" when it had one)
+        self.posed, self.unposed = 0, {}  # frames with a pose; without one, by kind of reason
         self.settings = settings
         self.scaler = DepthScaler(setup.scale) if setup.scale is not None else None
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
@@ -100,18 +104,39 @@ class CameraChannel:
         None; its distance in ns)."""
         return self.references.nearest(stamp, int(self.settings.reference_depth_slop * 1e9))
 
-    def motion_inputs(self, header: Any, warn: Callable[..., None]) -> dict[str, Any]:
+    def motion_inputs(self, header: Any, warn: Callable[..., None],
+                      received: float | None = None,
+                      generation: int | None = None) -> dict[str, Any]:
         """``pose`` and ``motion`` for ``DensePipeline.finish``: this camera's pose at the
         image ``header``'s stamp (None without one: the frame is processed as it is, and
-        ``warn(key, text, period)`` says why, throttled) and its motion state."""
-        found = self.odometry[0].pose_at(self.odometry[1], header) \
+        ``warn(key, text, period)`` says why, throttled per kind of reason) and its motion
+        state. ``received`` (monotonic s) and ``generation``: when the frame came and the
+        odometry's generation then (:meth:`.odometry_input.OdometryInput.pose_at`: a frame
+        past the newest odometry waits for the next message until ``odometry_wait`` after
+        it came). Called on the worker that finishes frames, never the executor."""
+        found = self.odometry[0].pose_at(self.odometry[1], header, received, generation) \
             if self.odometry is not None else None
         if found is not None and found.pose is None:
+            self.unposed[found.kind] = self.unposed.get(found.kind, 0) + 1
             warn(f"motion:{self.name}:{found.kind}", f"{self.log_prefix}no camera motion for "
                  f"this frame (processed without it): {found.reason}",
                  math.inf if found.kind in SAID_ONCE else 10.0)
+        self.posed += found is not None and found.pose is not None
         self.pose_note = "no odometry input" if found is None else found.reason
         return {"pose": None if found is None else found.pose, "motion": self.motion}
+
+    def scale_warning(self, reason: str, frame_id: str) -> tuple[str, str]:
+        """(a throttle key for the kind of ``reason``, the text) of a frame's depth scale
+        note: each kind is said on its own (one throttle for all showed only the first), and
+        where the motion scale finds the image motion off the epipolar lines (or against the
+        camera motion) while the pose comes from odometry, the mounting is named: the usual
+        cause there is ``camera_in_base``, not the scene."""
+        kind = re.sub(r"[-+]?\d+(?:\.\d+)?", "#", reason)
+        text = f"{self.log_prefix}no depth scale from this frame: {reason}"
+        if self.odometry is not None and self.pose_note == "" and any(
+                sign in reason for sign in SUSPECT_MOUNTING):
+            text += "; " + self.odometry[0].mounting_suspect(self.odometry[1], frame_id)
+        return f"scale:{self.name}:{kind}", text
 
     def status_values(self, metric_depth: bool, settings: Settings
                       ) -> tuple[dict[str, str], str]:
@@ -128,6 +153,9 @@ class CameraChannel:
         values.update(motion_diagnostics(self.motion.last))
         values["camera pose note"] = self.pose_note or "-"
         if self.odometry is not None:
+            values["frames with camera pose"] = str(self.posed)
+            values["frames without camera pose"] = ", ".join(
+                f"{kind}: {n}" for kind, n in self.unposed.items()) or "0"
             values.update(self.odometry[0].values())
         return values, warning
 

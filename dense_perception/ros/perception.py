@@ -53,6 +53,7 @@ class _Frame:
     channel: CameraChannel
     reference: Image | None = None  # reference_depth: the nearest one when the frame came
     reference_dt: int = 0           # its stamp's distance from the image's (ns)
+    odometry_generation: int = 0    # the odometry's generation when it came (restarts)
 
     @property
     def key(self) -> str:  # the camera, for the round-robin hand-over
@@ -175,6 +176,8 @@ class Perception:
         with self._graph_lock:
             for channel in self.channels:
                 channel.update(self.active)
+            if hasattr(self, "odometry"):  # its QoS follows the publishers (backstop)
+                self.odometry.update()
 
     def apply(self, changes: dict[str, Any]) -> None:
         """Use changed runtime parameters from the next frame on (already validated)."""
@@ -198,7 +201,8 @@ class Perception:
 
     # ---- callbacks (executor thread) -------------------------------------------------------
     def _on_image(self, channel: CameraChannel, msg: Image | CompressedImage) -> None:
-        frame = _Frame(msg, channel.arrived(self.active), channel)
+        frame = _Frame(msg, channel.arrived(self.active), channel,
+                       odometry_generation=self.odometry.generation)
         if channel.scaler is not None and len(channel.references):
             # Taken now, by stamp: a slow model's frame must not outlive its reference.
             frame.reference, frame.reference_dt = channel.reference_near(
@@ -255,14 +259,17 @@ class Perception:
         header = item.frame.msg.header
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
         reference = self._reference_for(item.frame) if scaler is not None else None
-        products = item.pipeline.finish(item.raw, None, scaler, stamp, reference,
-                                        **channel.motion_inputs(header, self._warn_once_per))
+        # A frame stamped past the newest odometry waits here (this worker) for the next one.
+        motion = channel.motion_inputs(header, self._warn_once_per, item.frame.received,
+                                       item.frame.odometry_generation)
+        products = item.pipeline.finish(item.raw, None, scaler, stamp, reference, **motion)
         stats.computed = products.computed()
         if products.scale is not None and products.scale.restarted:
             self._node.get_logger().info(f"{where}{RESTARTED}")
         if products.scale is not None and products.scale.reason and scaler is not None:
-            self._warn_once_per(f"scale:{channel.name}", f"{where}no depth scale from this "
-                                f"frame: {products.scale.reason}", period=10.0)
+            # throttled per kind of reason: one throttle for all hid every reason but the first
+            self._warn_once_per(*channel.scale_warning(products.scale.reason, header.frame_id),
+                                period=10.0)
         stats.camera_info = item.camera_info_source if not products.intrinsics_guessed \
             else products.intrinsics_note
         stats.intrinsics_guessed = products.intrinsics_guessed

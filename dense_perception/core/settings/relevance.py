@@ -195,7 +195,7 @@ SCOPE: dict[str, Rule] = {
     "camera_info_qos": always, "camera_info_slop": inputs(TOPIC, "bag"),
     # the robot's motion: the node's odometry topic, a bag's --odometry-topic
     "camera_in_base": inputs(TOPIC, "bag"), "odometry_tolerance": inputs(TOPIC, "bag"),
-    "odometry_max_gap": inputs(TOPIC, "bag"),
+    "odometry_max_gap": inputs(TOPIC, "bag"), "odometry_wait": inputs(TOPIC),
     "cameras": always, "use_lifecycle": always, "input_compressed": always,
     "jpeg_quality": COMPRESSED, "png_level": COMPRESSED, "compressed_depth_max": COMPRESSED,
     "compressed_depth_quantization": all_of(COMPRESSED, unless(

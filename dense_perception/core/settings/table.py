@@ -319,9 +319,12 @@ class Settings:
         "default mounting is safe (an identity would have the camera look straight up).",
         check=mountings_problem, offline="--camera-in-base")
     odometry_tolerance: float = setting(
-        0.05, "A frame stamped at most this long (s) before the oldest or after the newest "
-        "odometry message takes that message's pose; further out it gets no motion.",
+        0.05, "A frame stamped at most this long (s) before the oldest odometry message "
+        "takes its pose; one past the newest waits (odometry_wait), never taking the newest's.",
         low=0.0, high=10.0, runtime=True, unit="s", offline="--odometry-tolerance")
+    odometry_wait: float = setting(
+        0.3, "How long (s) after it came a frame may wait for the odometry message after its "
+        "stamp before it goes on without motion.", low=0.0, high=10.0, runtime=True, unit="s")
     odometry_max_gap: float = setting(
         0.5, "The longest time (s) between two odometry messages that a frame's pose is "
         "interpolated across; a frame in a longer gap (messages lost) gets no motion.",
