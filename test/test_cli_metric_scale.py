@@ -201,7 +201,8 @@ def test_a_bags_held_scale_expires(tmp_path, capsys):
                            "--out", out, "--outputs", "depth", "--copy", "none",
                            "--topic", "/cam/image_raw", "--depth-scale-source",
                            "reference_depth", "--reference-depth-topic", "/tof/depth",
-                           "--depth-scale-max-age", "2.5"], capsys)
+                           "--depth-scale-max-age", "2.5",
+                           "--max-scale-error", "1"], capsys)  # the age rule alone
     assert code == 0, stderr
     messages, _ = read_bag(out)
     assert [m.header.stamp.sec for _, m in messages["/cam/depth/image"]] == [

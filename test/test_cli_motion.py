@@ -120,10 +120,12 @@ def test_real_sequence_motion_scale_gives_steady_metres(tmp_path, capsys):
     best = {i: r * np.float32(np.nanmedian(t / r)) for i, (r, t) in enumerate(zip(rel, truths))}
     before = figures(best, truths, rel, seq)
     assert before["tae"] == pytest.approx(0.084, abs=0.002)  # the figure measured before
-    # After: the done-means command.
+    # After: the done-means command, with every frame's scale published whatever its error
+    # (--max-scale-error 1), so that the error it claims can be checked against the truth.
     out = tmp_path / "motion"
     code, _, stderr = run(["process", SEVEN, *COMMAND, "--out", out, "--poses",
-                           SEVEN / "trajectory.tum", "--depth-scale-source", "motion"], capsys)
+                           SEVEN / "trajectory.tum", "--depth-scale-source", "motion",
+                           "--max-scale-error", "1"], capsys)
     assert code == 0, stderr
     after = figures(published(out), truths, rel, seq)
     assert after["frames"] >= 50
@@ -133,6 +135,21 @@ def test_real_sequence_motion_scale_gives_steady_metres(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["depth"]["source"] == "motion"
     assert summary["depth"]["frames_metric"] == after["frames"]
+    # Each published frame's scale with its error: the truth within 2 sigma on 90 %.
+    sigmas = summary["depth"]["sigma_per_frame"]
+    errors = [np.log(np.nanmedian(published(out)[i] / truths[i])) for i in published(out)]
+    within = [abs(e) <= 2 * sigmas[i] for i, e in zip(published(out), errors)]
+    assert np.mean(within) >= 0.9
+    # The default bound (2 sigma within 8 %) publishes only what it can vouch for, and says so.
+    bounded = tmp_path / "bounded"
+    code, _, stderr = run(["process", SEVEN, *COMMAND, "--out", bounded, "--poses",
+                           SEVEN / "trajectory.tum", "--depth-scale-source", "motion"], capsys)
+    assert code == 0, stderr
+    kept = figures(published(bounded), truths, rel, seq)
+    assert kept["frames"] == 0 or kept["max_error"] <= 0.10
+    depth = json.loads((bounded / "summary.json").read_text())["depth"]
+    assert depth["frames_not_sure_enough"] + kept["frames"] >= 50
+    assert any("exceeds max_scale_error (8 %)" in r for r in depth["no_estimate_reasons"])
 
 
 @real

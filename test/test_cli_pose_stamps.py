@@ -69,12 +69,13 @@ def test_stamp_named_frames_run_in_time_order_with_their_own_poses(tmp_path, cap
     folder, traj, names = stamp_folder(tmp_path, lines)
     assert names[:4] == ["1000", "1000.033333", "1000.066667", "1000.1"]
     ref = tmp_path / "ref"
+    # Every frame in metres whatever its error (--max-scale-error 1): the same frames to compare.
     code, _, stderr = run(["process", SEVEN, *COMMAND, SEVEN / "trajectory.tum", "--out", ref,
-                           "--depth-scale-source", "motion"], capsys)
+                           "--depth-scale-source", "motion", "--max-scale-error", "1"], capsys)
     assert code == 0, stderr
     out = tmp_path / "out"
     code, _, stderr = run(["process", folder, *COMMAND, traj, "--out", out,
-                           "--depth-scale-source", "motion"], capsys)
+                           "--depth-scale-source", "motion", "--max-scale-error", "1"], capsys)
     assert code == 0, stderr
     summary = json.loads((out / "summary.json").read_text())
     expected = json.loads((ref / "summary.json").read_text())
@@ -107,7 +108,7 @@ def test_a_trajectory_on_another_clock_is_refused_for_stamp_named_frames(tmp_pat
     folder, traj, _ = stamp_folder(tmp_path, seven_lines(), shift=Decimal(5))
     out = tmp_path / "out"
     code, _, stderr = run(["process", folder, *COMMAND, traj, "--out", out,
-                           "--depth-scale-source", "motion"], capsys)
+                           "--depth-scale-source", "motion", "--max-scale-error", "1"], capsys)
     assert code == 2 and len(stderr.strip().splitlines()) == 1, stderr
     assert "no frame's stamp (1000.000-1003.300 s" in stderr
     assert "(1005.000-1008.300 s)" in stderr and "clock" in stderr

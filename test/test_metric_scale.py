@@ -172,8 +172,9 @@ def test_scaler_reports_and_warns():
     assert report.scale is None and not report.metric
     assert "withheld" in warning and values["depth scale (m per unit)"] == "-"
     z, _ = FORWARD.depth_and_surface()
+    # The age rule alone (no error bound): max_scale_error 1.
     scaler.configure(ScaleConfig("ground_plane", camera_height=FORWARD.height,
-                                 time_constant=1.0))
+                                 time_constant=1.0, max_scale_error=1.0))
     report = scaler.update(0.1, (z / 0.5).astype(np.float32), intrinsics(FORWARD), plan, "model")
     assert report.metric and report.scale == pytest.approx(0.5, rel=0.01)
     assert scale_diagnostics(report)[1] == ""
@@ -318,7 +319,8 @@ def test_a_held_scale_expires_after_max_age():
     wall = np.full((HEIGHT, WIDTH), 2.0, np.float32)
     for max_age in (3.0, 0.0):
         scaler = DepthScaler(ScaleConfig("ground_plane", camera_height=FORWARD.height,
-                                         time_constant=1.0, max_age=max_age))
+                                         time_constant=1.0, max_age=max_age,
+                                         max_scale_error=1.0))  # the age rule alone
         for t in (0.0, 0.5, 1.0):
             scaler.update(t, (z / 0.5).astype(np.float32), k, plan, "model")
         held = scaler.update(4.0, wall, k, plan, "model")
@@ -336,7 +338,7 @@ def test_a_held_scale_expires_after_max_age():
         assert fresh.metric and fresh.scale == pytest.approx(0.8, rel=1e-3)
         # A runtime change (the node's parameter callback) applies from the next frame.
         scaler.configure(ScaleConfig("ground_plane", camera_height=FORWARD.height,
-                                     time_constant=1.0, max_age=0.5))
+                                     time_constant=1.0, max_age=0.5, max_scale_error=1.0))
         assert not scaler.update(5.6, wall, k, plan, "model").metric
     with pytest.raises(SettingError, match="depth_scale_max_age must be >= 0, got -1"):
         Settings(depth_scale_max_age=-1.0)  # the table checks it, before any ScaleConfig

@@ -15,7 +15,20 @@ pixels with little parallax widen the spread without biasing it). Withheld, with
   ``MAX_EPIPOLAR_PX``): the poses do not describe this camera (world-to-camera instead of
   camera-to-world, a body frame instead of the optical frame, a wrong time offset), or the
   scene moved;
-* the pixels disagree (robust spread of log inverse scale above ``MAX_SPREAD``).
+* the pixels disagree (robust spread of log inverse scale above ``MAX_SPREAD``);
+* the camera moved faster than :data:`MAX_SPEED` between the two frames: no robot or hand
+  does, the trajectory is not in metres (millimetres give a scale 1000x too large).
+
+Each estimate carries its relative standard error (``Estimate.sigma``, in log scale), from its
+own data: how much the scale changes when each of :data:`BLOCKS` regions of the view is left
+out (a block jackknife of the median: the network's shape differs across the view, so the
+pixels the flow trusts may hold another ratio than the rest), the flow's distance from the
+epipolar lines over the median parallax (pose and clock errors move the flow along the lines as
+much as across them), and a floor (:data:`MIN_SIGMA`).
+
+The offset between the pose clock and the image clock is measured from the same flow
+(:mod:`.clock_offset`) and, once known, compensated: each pair's motion is taken from the poses
+at the image stamps plus the offset (``Estimate.clock_offset`` reports it).
 
 A frame's estimate is the median of the last :data:`RECENT` pairs' within :data:`RECENT_S`
 (none from a single pair): robust to one pair on a weak texture.
@@ -25,6 +38,7 @@ The flow runs on a copy of the frame at most :data:`FLOW_WIDTH` pixels wide.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -33,6 +47,7 @@ import numpy as np
 
 from ..geometry.intrinsics import Intrinsics
 from ..scale.estimators import Estimate
+from .clock_offset import ClockOffset, pose_at
 from .pose import motion, rotation_angle_deg
 
 FLOW_WIDTH = 320          # px: flow on a frame this wide (cost; DIS is accurate to ~0.3 px)
@@ -45,6 +60,11 @@ MIN_PARALLAX_PX = 2.0     # median parallax (px, full size) below this: the scen
 MAX_EPIPOLAR_PX = 3.0     # median distance (px) of the flow from its epipolar line
 MAX_SPREAD = 0.4          # robust std of the pixels' log inverse scale
 MIN_PIXELS = 200
+MAX_SPEED = 10.0          # m/s between two frames: faster is no robot or hand (poses in mm?)
+BLOCKS = (2, 3)           # rows, columns of the view's regions for the block jackknife
+DEPTH_BANDS = 3           # bands of relative depth for the depth jackknife and the slope
+MIN_OFFSET_S = 0.005      # a measured clock offset below this is not compensated
+MIN_SIGMA = 0.02          # the smallest relative error claimed (the flow's own bias, ~0.3 px)
 RECENT = 3                # a frame's scale: the median of the last few pairs' (within RECENT_S)
 RECENT_S = 1.0
 
@@ -72,12 +92,15 @@ class MotionScale:
         self.min_baseline = min_baseline
         self._past: deque[_Past] = deque(maxlen=MAX_HISTORY)
         self._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-        self._recent: deque[tuple[float, float]] = deque(maxlen=RECENT)  # (t, pair's scale)
+        self.clock = ClockOffset()
+        # (t, pair's scale, its relative error)
+        self._recent: deque[tuple[float, float, float]] = deque(maxlen=RECENT)
 
     def reset(self) -> None:
         """Forget the past frames (a new sequence)."""
         self._past.clear()
         self._recent.clear()
+        self.clock.reset()
 
     def estimate(self, t: float, pose: np.ndarray | None, relative: np.ndarray,
                  k: Intrinsics, grey: np.ndarray) -> Estimate:
@@ -98,17 +121,24 @@ class MotionScale:
                 f"the camera moved less than motion_scale_min_baseline "
                 f"({100 * self.min_baseline:g} cm) within {MAX_HISTORY_S:g} s: too little "
                 "baseline for a scale from motion"))
-        pair = self._fit(small, partner.grey, motion(pose, partner.pose), relative, k)
+        b_to_a = motion(pose, partner.pose)
+        speed = float(np.linalg.norm(b_to_a[:3, 3])) / max(t - partner.t, 1e-3)
+        if speed > MAX_SPEED:
+            return Estimate(None, reason=(
+                f"the trajectory moves {speed:.3g} m/s between two frames: no robot or hand "
+                "does (are the poses in metres, not millimetres?)"))
+        pair = self._fit(small, partner.grey, b_to_a, relative, k, (t, partner.t))
         if pair.scale is None:
             return pair
         # One pair can be off by 10 % (flow on a weak texture, the model's shape): the median
-        # of the last few pairs, and none from a single pair.
-        self._recent.append((t, pair.scale))
-        recent = [s for ts, s in self._recent if ts >= t - RECENT_S]
+        # of the last few pairs, and none from a single pair; its error is the median pair's.
+        self._recent.append((t, pair.scale, pair.sigma))
+        recent = [(s, e) for ts, s, e in self._recent if ts >= t - RECENT_S]
         if len(recent) < 2:
             return replace(pair, scale=None, reason=(
                 f"one pair gave {pair.scale:.4g}: waiting for a second to confirm it"))
-        return replace(pair, scale=float(np.median(recent)))
+        return replace(pair, scale=float(np.median([s for s, _ in recent])),
+                       sigma=float(np.median([e for _, e in recent])))
 
     def _partner(self, pose: np.ndarray) -> _Past | None:
         """The latest past frame at least ``min_baseline`` away (the shortest usable baseline:
@@ -121,8 +151,20 @@ class MotionScale:
                 return past
         return None
 
+    def _compensated(self, b_to_a: np.ndarray, times: tuple[float, float]) -> np.ndarray:
+        """The pair's motion with the poses taken at the pose clock's offset, once known."""
+        offset = self.clock.offset
+        if offset is None or abs(offset) < MIN_OFFSET_S:
+            return b_to_a
+        stamps = [p.t for p in self._past]
+        poses = [p.pose for p in self._past]
+        pose_b = pose_at(stamps, poses, times[0] + offset)
+        pose_a = pose_at(stamps, poses, times[1] + offset)
+        return b_to_a if pose_b is None or pose_a is None else motion(pose_b, pose_a)
+
     def _fit(self, grey_b: np.ndarray, grey_a: np.ndarray, b_to_a: np.ndarray,
-             relative: np.ndarray, k: Intrinsics) -> Estimate:
+             relative: np.ndarray, k: Intrinsics, times: tuple[float, float] | None = None
+             ) -> Estimate:
         h, w = grey_b.shape
         zoom = relative.shape[1] / w  # full-size px per flow px
         fwd = self._flow.calc(grey_b, grey_a, None)
@@ -144,6 +186,10 @@ class MotionScale:
         vb = (grid_v[trusted] + 0.5) * zoom - 0.5
         xa = (ua[trusted] + 0.5) * zoom - 0.5 - k.cx
         ya = (va[trusted] + 0.5) * zoom - 0.5 - k.cy
+        if times is not None:  # the pose clock's offset: measured, then compensated
+            self.clock.add_pair(ub, vb, xa + k.cx, ya + k.cy, *times,
+                                [p.t for p in self._past], [p.pose for p in self._past], k)
+            b_to_a = self._compensated(b_to_a, times)
         rot, t = b_to_a[:3, :3], b_to_a[:3, 3]
         rays = np.stack([(ub - k.cx) / k.fx, (vb - k.cy) / k.fy, np.ones_like(ub)])
         p = (rot @ rays).astype(np.float32)  # each ray turned into a's orientation
@@ -157,6 +203,7 @@ class MotionScale:
         epipolar = np.abs(c1 * d2 - c2 * d1) / np.sqrt(np.where(usable, cc, 1.0)) / p[2]
         q = inverse * rel[trusted]  # per pixel: 1 / scale (relative units x inverse metres)
         q, epipolar = q[usable], epipolar[usable]
+        ub, vb = ub[usable], vb[usable]
         sensitivity = np.sqrt(cc[usable]) / p[2][usable]  # px of parallax per 1/m
         residual = float(np.median(epipolar))
         if residual > MAX_EPIPOLAR_PX:
@@ -181,5 +228,58 @@ class MotionScale:
         if spread > MAX_SPREAD:
             return Estimate(None, ratio, int(len(q)), reason=(
                 f"the pixels disagree on the scale (spread {spread:.0%} > {MAX_SPREAD:.0%})"))
-        return Estimate(1.0 / q_mid, ratio, int(len(q)))
+        sigma = pair_sigma(q, ub, vb, relative.shape, residual, parallax)
+        sigma = math.hypot(sigma, depth_band_error(q, rel[trusted][usable], rel))
+        return Estimate(1.0 / q_mid, ratio, int(len(q)), sigma=sigma,
+                        clock_offset=self.clock.offset)
+
+
+def depth_band_error(q: np.ndarray, rel_trusted: np.ndarray, rel_view: np.ndarray) -> float:
+    """How far the scale of the trusted pixels may be from the whole view's when the ratio
+    changes with depth (a network whose depth is its truth to a power): the robust slope of log
+    ``q`` against log relative depth, times how far the trusted pixels' median log depth lies
+    from the view's (``rel_view``, NaN invalid), plus the spread of the scale between
+    :data:`DEPTH_BANDS` bands of depth (a block jackknife over depth instead of space)."""
+    keep = q > 0
+    if np.count_nonzero(keep) < MIN_PIXELS:
+        return 0.0
+    y, x = np.log(q[keep]), np.log(rel_trusted[keep])
+    edges = np.quantile(x, np.linspace(0.0, 1.0, DEPTH_BANDS + 1))
+    band = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, DEPTH_BANDS - 1)
+    centres = [(float(np.median(x[band == b])), float(np.median(y[band == b])))
+               for b in range(DEPTH_BANDS) if np.count_nonzero(band == b) >= MIN_PIXELS // 4]
+    if len(centres) < 2:
+        return 0.0
+    xs, ys = np.array(centres).T
+    slope = float(np.polyfit(xs, ys, 1)[0]) if np.ptp(xs) > 1e-6 else 0.0
+    view = rel_view[np.isfinite(rel_view) & (rel_view > 0)]
+    shift = abs(float(np.median(np.log(view[::7]))) - float(np.median(x))) if view.size else 0.0
+    left_out = [float(np.median(y[band != b])) for b in range(DEPTH_BANDS)]
+    n = len(left_out)
+    jackknife = math.sqrt((n - 1) / n * float(np.sum((np.array(left_out)
+                                                        - np.mean(left_out)) ** 2)))
+    return math.hypot(slope * shift, jackknife)
+
+
+def pair_sigma(q: np.ndarray, u: np.ndarray, v: np.ndarray, shape: tuple[int, ...],
+               residual: float, parallax: float) -> float:
+    """The relative standard error of one pair's scale (1 / median ``q``; ``q`` per pixel at
+    full-size pixel ``u``, ``v`` of a view of ``shape``): the block jackknife of the median over
+    :data:`BLOCKS` regions, the epipolar ``residual`` (px) over the median ``parallax`` (px),
+    and :data:`MIN_SIGMA`, added in quadrature."""
+    rows, cols = BLOCKS
+    h, w = shape[:2]
+    block = (np.clip((v * rows / h).astype(np.int64), 0, rows - 1) * cols
+             + np.clip((u * cols / w).astype(np.int64), 0, cols - 1))
+    logs = np.log(np.maximum(q, 1e-12))
+    left_out = [float(np.median(logs[block != b])) for b in range(rows * cols)
+                if MIN_PIXELS // 4 <= np.count_nonzero(block == b) < len(q) - MIN_PIXELS]
+    n = len(left_out)
+    if n >= 3:
+        jackknife = math.sqrt((n - 1) / n * float(np.sum((np.array(left_out)
+                                                            - np.mean(left_out)) ** 2)))
+    else:  # the trusted pixels fill fewer than three regions: the view is barely sampled
+        jackknife = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+    geometry = residual / max(parallax, 1e-6)
+    return math.sqrt(jackknife ** 2 + geometry ** 2 + MIN_SIGMA ** 2)
 

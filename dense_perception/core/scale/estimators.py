@@ -10,12 +10,24 @@ import numpy as np
 
 from ..geometry.fit import FitPlan, Interp
 from ..geometry.intrinsics import Intrinsics
-from .ground_plane import level_planes, lower_view_samples
+from .ground_plane import GROUND_INLIER_TOLERANCE, level_planes, lower_view_samples, plane_offset
 from .robot_floor import floor_at_feet
 
 MIN_SUPPORT = 30              # fewest inlier points / reference pixels for a trustworthy frame
 REFERENCE_MAX_PIXELS = 20000   # reference pixels used per frame (evenly spread)
 REFERENCE_LOG_TOLERANCE = 0.05  # smallest inlier band of log ratios (about +-5 %)
+INDEPENDENT_SAMPLES = 100     # neighbouring pixels and points share their errors: at most this
+                              # many count as independent in a frame's standard error
+FLOOR_SIGMA = 0.02            # ground plane: camera_height and the plane's tilt prior, ~2 %
+REFERENCE_SIGMA = 0.01        # reference: its registration and its own calibration, ~1 %
+
+
+def standard_error(logs: np.ndarray, floor: float) -> float:
+    """Relative standard error of a median of log ratios ``logs``: their robust spread over
+    the square root of the samples that count as independent, and ``floor`` in quadrature."""
+    spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if len(logs) else 1.0
+    count = max(1, min(len(logs), INDEPENDENT_SAMPLES))
+    return math.sqrt(spread ** 2 / count + floor ** 2)
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,8 @@ class Estimate:
     support: int = 0          # inlier points (ground plane) or pixels (reference)
     reason: str = ""
     normal: tuple[float, float, float] | None = None  # ground plane, camera optical frame
+    sigma: float | None = None  # relative standard error (log scale) from the source's own data
+    clock_offset: float | None = None  # motion: the pose clock's offset measured (s)
 
 
 def on_model_grid(plan: FitPlan, depth: np.ndarray, valid: np.ndarray | None, k: Intrinsics
@@ -80,8 +94,12 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     if best is None:
         return Estimate(None, reason=reason)
     count = int(round(best.share * len(points)))
+    # The error: the scatter of the floor's points about its plane, relative to its distance.
+    offsets = plane_offset(points, np.asarray(best.normal, dtype=points.dtype), best.d)
+    near = np.abs(offsets) <= GROUND_INLIER_TOLERANCE
+    sigma = standard_error(np.log1p(offsets[near]), FLOOR_SIGMA)
     result = Estimate(camera_height / best.d, best.share, count,
-                      normal=tuple(float(x) for x in best.normal))
+                      normal=tuple(float(x) for x in best.normal), sigma=sigma)
     if best.share < min_inlier_ratio or count < MIN_SUPPORT:
         return replace(result, scale=None, reason=(
             f"the robot's floor (the level plane at the foot of the view) holds "
@@ -126,7 +144,8 @@ def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
     inliers = np.abs(log_ratio - centre) <= max(3.0 * spread, REFERENCE_LOG_TOLERANCE)
     count = int(inliers.sum())
     ratio = count / len(log_ratio)
-    result = Estimate(math.exp(float(np.median(log_ratio[inliers]))), ratio, count)
+    result = Estimate(math.exp(float(np.median(log_ratio[inliers]))), ratio, count,
+                      sigma=standard_error(log_ratio[inliers], REFERENCE_SIGMA))
     if ratio < min_inlier_ratio or count < MIN_SUPPORT:
         return replace(result, scale=None, reason=(
             f"reference ratios agree on only {ratio:.0%} of the pixels (< {min_inlier_ratio:.0%})"))

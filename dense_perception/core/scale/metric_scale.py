@@ -63,6 +63,7 @@ class ScaleConfig:
     min_inlier_ratio: float = 0.3     # fewer inliers than this: the frame gives no scale
     max_age: float = 50.0             # s without a good estimate, then the scale expires; 0: never
     per_frame: bool = False           # unrelated photos: each its own estimate, no filter
+    max_scale_error: float = 0.08     # metres only while 2 sigma of the scale is within this
 
     def problem(self, syntax: Syntax = NODE) -> str | None:
         """Why these settings cannot work together, or None (settings named in ``syntax``)."""
@@ -116,6 +117,11 @@ class ScaleReport:
     per_frame: bool = False      # each frame its own estimate, no filter (unrelated photos)
     guessed: bool = False        # this frame's camera was the pinhole guess (fallback_hfov_deg)
     restarted: bool = False      # the camera's intrinsics changed: the filter started afresh
+    sigma: float | None = None   # relative standard error of the scale in use (None: unknown)
+    estimate_sigma: float | None = None  # this frame's estimate's own relative error
+    bounded_out: bool = False    # withheld: 2 sigma exceeds max_scale_error
+    disagrees: bool = False      # this frame's estimate is beyond both errors from the scale
+    clock_offset: float | None = None  # motion: the pose clock's offset measured (s)
 
     def units(self) -> str:
         """A short phrase for diagnostics and summaries."""
@@ -125,6 +131,9 @@ class ScaleReport:
             return f"metres (asserted: relative_depth_scale = {self.scale:g} m per unit)"
         if self.source == "none":
             return "relative (unitless; depth_scale_source: none)"
+        if self.scale is None and self.bounded_out:
+            return (f"relative: the scale from {self.source} is not sure enough (depth/image "
+                    "and points withheld)")
         if self.scale is None and self.expired:
             return (f"relative: the scale from {self.source} expired (depth/image and points "
                     "withheld)")
@@ -162,10 +171,20 @@ def scale_diagnostics(report: ScaleReport) -> tuple[dict[str, str], str]:
         "depth scale spread (%)": f"{100.0 * report.spread:.2f}",
         "depth scale inlier ratio": f"{report.inlier_ratio:.3f}",
         "depth scale age (s)": "-" if report.age_s is None else f"{report.age_s:.2f}",
+        "depth scale error, 2 sigma (%)": "-" if report.sigma is None else
+        f"{200.0 * report.sigma:.1f}",
+        "depth scale error of this frame, 2 sigma (%)": "-" if report.estimate_sigma is None
+        else f"{200.0 * report.estimate_sigma:.1f}",
         "depth scale note": report.reason or "-",
+        **({} if report.source != "motion" else {
+            "pose clock offset (ms)": "-" if report.clock_offset is None else
+            f"{1000.0 * report.clock_offset:+.0f} (the image seen at pose time stamp + this)"}),
         "depth scale camera": GUESSED_CAMERA if report.guessed else "CameraInfo"})
     if report.scale is None:
         why = f": {report.reason}" if report.reason else ""
+        if report.bounded_out:
+            return values, (f"depth scale from {report.source} not sure enough{why}; "
+                            "depth/image and points are withheld until it is")
         if report.expired:
             return values, (f"depth scale expired: no trustworthy estimate for "
                             f"{report.age_s:.1f} s (> depth_scale_max_age "
@@ -173,6 +192,10 @@ def scale_diagnostics(report: ScaleReport) -> tuple[dict[str, str], str]:
                             "withheld until a new one is found")
         return values, (f"no depth scale from {report.source} yet{why}; depth/image and points "
                         "are withheld until one is found")
+    if report.disagrees:
+        return values, (f"this frame's {report.source} estimate {report.estimate:.4g} "
+                        f"disagrees with the scale in use {report.scale:.4g} beyond both "
+                        "errors (3 sigma): the sources or the scene changed")
     if report.stale:
         return values, (f"depth scale held for {report.age_s:.1f} s (no trustworthy estimate: "
                         f"{report.reason})")
@@ -245,20 +268,39 @@ class DepthScaler:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
         if config.per_frame:
-            self.last = ScaleReport(config.source, est.scale, est.scale is not None, est.scale,
-                                    est.inlier_ratio, reason=est.reason, per_frame=True,
-                                    guessed=guessed)
+            bounded_out = est.scale is not None and est.sigma is not None and \
+                2.0 * est.sigma > config.max_scale_error and \
+                config.max_scale_error < 1.0
+            reason = est.reason or (
+                f"the scale's error bound (2 sigma = {200.0 * est.sigma:.1f} %) exceeds "
+                f"max_scale_error ({100.0 * config.max_scale_error:g} %)" if bounded_out else "")
+            scale = None if bounded_out else est.scale
+            self.last = ScaleReport(config.source, scale, scale is not None, est.scale,
+                                    est.inlier_ratio, reason=reason, per_frame=True,
+                                    guessed=guessed, sigma=est.sigma, estimate_sigma=est.sigma,
+                                    bounded_out=bounded_out)
             return self.last
-        scale = self.filter.update(t, est.scale)
+        scale = self.filter.update(t, est.scale, est.sigma)
         good_t = self.filter.last_good_t
         age = None if good_t is None else max(t - good_t, 0.0)
+        sigma = self.filter.sigma
+        reason = est.reason or self.filter.note
+        bounded_out = scale is not None and sigma is not None and \
+            2.0 * sigma > config.max_scale_error and \
+            config.max_scale_error < 1.0
+        if bounded_out:
+            why = (f"the scale's error bound (2 sigma = {200.0 * sigma:.1f} %) exceeds "
+                   f"max_scale_error ({100.0 * config.max_scale_error:g} %)")
+            reason = f"{why}; {reason}" if reason else why
         self.last = ScaleReport(
-            config.source, scale, scale is not None, est.scale, est.inlier_ratio,
-            self.filter.spread(), age,
-            est.reason or self.filter.note,
+            config.source, None if bounded_out else scale,
+            scale is not None and not bounded_out, est.scale, est.inlier_ratio,
+            self.filter.spread(), age, reason,
             stale=age is not None and age > STALE_TIME_CONSTANTS * config.time_constant,
             expired=self.filter.expired, max_age_s=config.max_age, guessed=guessed,
-            restarted=restarted)
+            restarted=restarted, sigma=sigma, estimate_sigma=est.sigma,
+            bounded_out=bounded_out, disagrees=self.filter.disagrees,
+            clock_offset=est.clock_offset)
         return self.last
 
 
@@ -298,6 +340,13 @@ class ScaleTally:
                                       for r in self.reports]
             out["estimate_per_frame"] = [None if r.estimate is None else round(r.estimate, 6)
                                          for r in self.reports]
+            out["sigma_per_frame"] = [None if r.sigma is None else round(r.sigma, 5)
+                                      for r in self.reports]
+            out["frames_not_sure_enough"] = sum(r.bounded_out for r in self.reports)
+            out["frames_sources_disagree"] = sum(r.disagrees for r in self.reports)
+            offsets = [r.clock_offset for r in self.reports if r.clock_offset is not None]
+            if last.source == "motion":
+                out["pose_clock_offset_s"] = round(offsets[-1], 4) if offsets else None
             reasons: dict[str, int] = {}
             for r in self.reports:
                 if r.reason:

@@ -12,6 +12,9 @@ STEP_MIN_LOG = 0.05           # smallest change the step detector takes over at 
 JUMP_MIN_LOG = math.log(1.25)  # an estimate this far off the filtered scale (25 %) is not used
 WINDOW_MAX = 256              # estimates kept at most (stamps that do not advance never expire)
 STEP_MIN_COUNT = 3            # estimates that make a step: kept in the window whatever their age
+DRIFT_PER_S = 0.03            # log scale per sqrt(s): how fast the scale in use may go wrong
+CORRELATION_S = 1.0           # s: estimates closer than this share their errors (same partner,
+                              # same view): together they count as one
 
 
 class ScaleFilter:
@@ -32,6 +35,13 @@ class ScaleFilter:
     * A frame without a trustworthy estimate leaves the scale as it is (held), for at most
       ``max_age`` seconds of frame stamps since the last good estimate (0: forever); older, the
       scale is forgotten (:attr:`scale` None) and the next good estimate starts afresh.
+    * Its error: the filter also keeps the variance of its log scale, as a Kalman filter does.
+      Each estimate with its own relative error ``sigma`` adds information 1 / sigma^2, in
+      proportion to the time it covers (estimates within :data:`CORRELATION_S` of each other
+      share their errors: a stream of them counts as one per :data:`CORRELATION_S`); time
+      adds :data:`DRIFT_PER_S` ^2 per second of variance. :attr:`sigma` is the scale's relative
+      standard error, so a held scale loses its claim as time passes. An estimate farther from
+      the scale than 3 standard errors of both is a disagreement (:attr:`disagrees`).
     * The window holds the estimates of the last time constant (and at least the last 3, so
       that a slow camera can still make a step), at most :data:`WINDOW_MAX` (zero or repeated
       stamps never age out).
@@ -46,6 +56,9 @@ class ScaleFilter:
         self._count = 0  # good estimates since the last reset
         self.last_good_t: float | None = None
         self.note = ""  # why this frame's estimate was not used, "" when it was (or had none)
+        self._variance: float | None = None  # of the log scale (None: no error known)
+        self._variance_t: float | None = None
+        self.disagrees = False  # this frame's estimate is beyond both errors from the scale
 
     @property
     def scale(self) -> float | None:
@@ -57,6 +70,34 @@ class ScaleFilter:
         """True when a scale was found but has been forgotten for its age (``max_age``)."""
         return self._log is None and self.last_good_t is not None
 
+    @property
+    def sigma(self) -> float | None:
+        """The scale's relative standard error (log scale) at the last update; None without a
+        scale or when its estimates carried no error."""
+        if self._log is None or self._variance is None:
+            return None
+        return math.sqrt(self._variance)
+
+    def _age_variance(self, t: float) -> None:
+        """Time adds drift to the variance (frame stamps; never backwards)."""
+        if self._variance is not None and self._variance_t is not None and t > self._variance_t:
+            self._variance += DRIFT_PER_S ** 2 * (t - self._variance_t)
+        if self._variance_t is None or t > self._variance_t:
+            self._variance_t = t
+
+    def _add_information(self, t: float, estimate: float, sigma: float | None) -> None:
+        """Fuse one estimate's error into the variance (see the class docstring)."""
+        if sigma is None or not sigma > 0:
+            return
+        since = CORRELATION_S if self._last_t is None else max(t - self._last_t, 1e-3)
+        variance = sigma ** 2 * max(1.0, CORRELATION_S / since)
+        if self._variance is None:
+            self._variance = variance
+            return
+        gap = (math.log(estimate) - self._log) ** 2
+        self.disagrees = gap > 9.0 * (self._variance + sigma ** 2)
+        self._variance = self._variance * variance / (self._variance + variance)
+
     def spread(self) -> float:
         """Robust relative spread (1.4826 x MAD of log scale) of the estimates in the window."""
         if len(self._window) < 2:
@@ -64,14 +105,19 @@ class ScaleFilter:
         x = np.array([s for _, s in self._window])
         return 1.4826 * float(np.median(np.abs(x - np.median(x))))
 
-    def update(self, t: float, estimate: float | None) -> float | None:
-        """Feed the estimate of the frame stamped ``t`` (s); None = no trustworthy estimate."""
+    def update(self, t: float, estimate: float | None, sigma: float | None = None
+               ) -> float | None:
+        """Feed the estimate of the frame stamped ``t`` (s); None = no trustworthy estimate.
+        ``sigma``: the estimate's relative standard error (log scale), when its source knows
+        it."""
         self.note = ""
+        self.disagrees = False
         if self._last_t is not None and t < self._last_t - self.time_constant:
             self.reset()  # time went back (a bag replayed from the start): a new sequence
         elif (self.max_age > 0 and self._log is not None
               and t - self.last_good_t > self.max_age):
             self._forget()  # too old to stand for this scene
+        self._age_variance(t)
         if estimate is None or not (estimate > 0 and math.isfinite(estimate)):
             return self.scale
         x = math.log(estimate)
@@ -83,8 +129,10 @@ class ScaleFilter:
         alpha = 1.0 - math.exp(-dt / self.time_constant)
         if self._log is None:
             self._log, self._count = x, 1
+            self._variance = None
+            self._add_information(t, estimate, sigma)
         else:
-            sigma = self.spread()
+            sigma_in, sigma = sigma, self.spread()
             bound = max(3.0 * sigma, STEP_MIN_LOG)
             recent = [s for ts, s in self._window if ts >= t - self.time_constant / 3.0]
             if len(recent) < STEP_MIN_COUNT:  # a slow camera: its last few estimates
@@ -94,19 +142,27 @@ class ScaleFilter:
             if (len(recent) >= STEP_MIN_COUNT and (np.all(offsets > 0) or np.all(offsets < 0))
                     and abs(step) > bound):
                 self._log += step
+                self._variance = None  # a new scene: its error starts from its own estimates
+                self._add_information(t, estimate, sigma_in)
                 self._count = len(recent)  # as if the new scene's estimates were averaged
                 while self._window and self._window[0][0] < t - self.time_constant / 3.0:
                     self._window.popleft()  # the old scene's estimates no longer count
             elif abs(x - self._log) > max(3.0 * sigma, JUMP_MIN_LOG):
+                self.disagrees = self._variance is not None and sigma_in is not None
                 self.note = (f"this frame's estimate {estimate:.4g} is "
                              f"{estimate / self.scale:.2f}x the filtered scale "
                              f"{self.scale:.4g}: not used unless it persists for a third of "
                              "the time constant (a scene change)")
                 return self.scale
             else:
-                # A running mean at first (1/n), then the exponential filter (alpha).
+                # A running mean at first (1/n), then the exponential filter (alpha); with
+                # the estimate's error known, the Kalman gain (the share of the information).
+                before = self._variance
+                self._add_information(t, estimate, sigma_in)
                 self._count += 1
                 weight = max(alpha, 1.0 / self._count)
+                if before is not None and self._variance is not None and sigma_in is not None:
+                    weight = 1.0 - self._variance / before  # = P / (P + R)
                 self._log += weight * min(max(x - self._log, -bound), bound)
         self._last_t = t
         self.last_good_t = t
@@ -115,6 +171,7 @@ class ScaleFilter:
     def _forget(self) -> None:
         """Drop the scale and the window but keep ``last_good_t`` (reports give the age)."""
         self._log, self._last_t, self._count = None, None, 0
+        self._variance = self._variance_t = None
         self._window.clear()
 
     def reset(self) -> None:

@@ -174,6 +174,7 @@ SCOPE: dict[str, Rule] = {
     "camera_height": HEIGHT, "camera_heights": _heights,
     "depth_scale_time_constant": all_of(relative_depth(*ESTIMATED_SOURCES), FILTERED),
     "depth_scale_max_age": all_of(relative_depth(*ESTIMATED_SOURCES), FILTERED),
+    "max_scale_error": relative_depth(*ESTIMATED_SOURCES),
     "ground_max_tilt_deg": relative_depth("ground_plane"),
     "depth_scale_min_inliers": relative_depth(*ESTIMATED_SOURCES),
     "motion_scale_min_baseline": relative_depth("motion"),

@@ -80,9 +80,7 @@ class Settings:
         "auto", "Model kind: da3, tipsv2, or depth (any single-image "
         "relative-depth network, read per input_normalization, depth_output and "
         "depth_output_kind); 'auto' detects DA3 and TIPSv2 from the file's signature and "
-        "never picks depth.",
-        choices=MODEL_TYPES,
-        offline="--model-type")
+        "never picks depth.", choices=MODEL_TYPES, offline="--model-type")
     input_normalization: str = setting(
         "unit", "model_type depth: how RGB pixels are normalised "
         "for the model: unit (RGB/255), imagenet (RGB/255, then ImageNet's mean and std) "
@@ -138,8 +136,7 @@ class Settings:
     openvino_device: str = setting(
         "NPU", "backend npu, intel_openvino: OpenVINO's device: NPU, "
         "GPU, or CPU (a test bed on machines without an NPU, slower than backend cpu).",
-        choices=OPENVINO_DEVICES,
-        offline="--openvino-device")
+        choices=OPENVINO_DEVICES, offline="--openvino-device")
     npu_cache_dir: str = setting(
         "", "backend npu: folder of compiled models (keyed by model "
         "hash, plugin and device); '' = $XDG_CACHE_HOME or ~/.cache, "
@@ -159,8 +156,7 @@ class Settings:
         "auto", "CPU arithmetic: 'fp16' where the CPU has native fp16 "
         "(ARMv8.2+, e.g. Pi 5), 'fp32', or 'auto' (fp16 if the CPU has it and the model "
         "passes an fp16-vs-fp32 check at load, else fp32; the log says which).",
-        choices=CPU_PRECISIONS,
-        offline="--cpu-precision")
+        choices=CPU_PRECISIONS, offline="--cpu-precision")
     fit: str = setting(
         "crop", "How frames meet the model's fixed input without padding: crop "
         "(centre crop, no distortion), stretch, or rotate (turn landscape frames for "
@@ -206,6 +202,9 @@ class Settings:
         "forever. The default is 10 default time constants: raise it with "
         "depth_scale_time_constant.", low=0.0, high=1e6, runtime=True,
         unit="s", offline="--depth-scale-max-age")
+    max_scale_error: float = setting(0.08, "Metres only while the estimated scale's error "
+        "bound (2 sigma) is within this fraction; else depth is withheld with the reason. 1 = "
+        "no bound.", low=0.005, high=1.0, unit="fraction", offline="--max-scale-error")
     ground_max_tilt_deg: float = setting(
         30.0, "ground_plane: largest angle (deg) between the floor's "
         "normal and the image's down axis (camera pitch or roll).", low=1.0, high=89.0,
