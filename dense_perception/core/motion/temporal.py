@@ -10,11 +10,20 @@ Per frame, with the camera motion from the previous frame known:
    estimate; for a scale that is not estimated, the model's own units) the ratio is pulled
    towards that measurement with the time constant :data:`ANCHOR_TIME_S`, so the fused depth
    cannot drift away from the scale source; between measurements the past carries it (a
-   relative model's units drift from frame to frame, real geometry does not).
+   relative model's units drift from frame to frame, real geometry does not). While the two
+   have agreed to within :data:`WARP_NOISE` (what the warp and the poses drift by), the
+   measurement is taken as it is: the past is no better there.
 3. Where the moved previous output and the aligned new depth agree within
-   :data:`AGREE_TOLERANCE`, the two are blended, the previous weighted by how many frames it
-   has held (up to :data:`MAX_PREVIOUS_WEIGHT`); elsewhere (occlusion, newly seen, moving
-   things) the new frame's depth is taken as it is.
+   :data:`BLEND_SPREADS` times the spread of their disagreement over the overlap (at most
+   :data:`AGREE_TOLERANCE`), the two are blended; elsewhere (occlusion, newly seen, a moving
+   thing: a disagreement beyond the frames' own noise) the new frame's depth is taken as it
+   is and the pixel's count of held frames starts again. The past's weight is a Kalman
+   filter's: the frames' own noise (the spread beyond :data:`WARP_NOISE`) against the past's
+   (that noise over the frames it has held, plus the warp's), at most
+   :data:`MAX_PREVIOUS_WEIGHT`. Depth that agrees with the past to within the warp's
+   precision has no noise to remove and is taken as it is; a thing that moves by itself (the
+   camera's motion does not explain it) stops being blended as soon as it disagrees beyond
+   the frames' noise, however many frames it has held.
 
 It starts afresh, and says why, when there is no pose or no previous output, when the motion
 is large (more than ``max_translation`` or :data:`MAX_ROTATION_DEG`) or the frames far apart
@@ -34,12 +43,36 @@ from .warp import forward_warp
 
 AGREE_TOLERANCE = 0.25     # |log ratio| within which the two depths are blended (about 28 %)
 MAX_PREVIOUS_WEIGHT = 0.9  # the previous output's largest share of a fused pixel
+BLEND_SPREADS = 4.0        # the blend's tolerance: this many times the disagreement's spread
+WARP_NOISE = 0.005         # log: what the warp and the poses leave between views of a still scene
+MAD_TO_SIGMA = 1.4826      # a normal distribution's standard deviation per median |deviation|
 ANCHOR_TIME_S = 0.3        # s: time constant of the pull towards the frames' own scale
 MAX_ANCHOR_STEP = 0.2      # log: one frame's measurement counts at most this far off
 MAX_ROTATION_DEG = 30.0    # between two frames: more is a jump
 MAX_GAP_S = 2.0            # s between two frames: more is a jump
 MIN_OVERLAP = 0.3          # share of the new frame the previous output covers
 MIN_AGREEMENT = 0.3        # share of the overlap where the two agree after alignment
+
+
+def blend_weights(residual: np.ndarray, held: np.ndarray, mad: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Where the moved previous output is blended into the aligned new frame, and its weight
+    there (float32, 0 elsewhere): ``residual`` is |log ratio - offset| of the two (NaN where
+    either is missing), ``held`` how many frames each moved pixel has held, ``mad`` the median
+    residual over the overlap."""
+    spread = MAD_TO_SIGMA * mad
+    tolerance = np.float32(min(BLEND_SPREADS * spread, AGREE_TOLERANCE))
+    with np.errstate(invalid="ignore"):
+        blend = residual < tolerance          # False where either is missing
+    # The frames' own noise is the spread beyond what the warp and the poses make; the past
+    # (held frames of it, plus the warp's noise) weighted against the new frame by the two.
+    noise = max(spread * spread - WARP_NOISE * WARP_NOISE, 0.0)
+    h = held.astype(np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = h * np.float32(noise) / (
+            (h + 1.0) * np.float32(noise) + h * np.float32(WARP_NOISE * WARP_NOISE))
+    weight = np.where(blend, np.minimum(np.nan_to_num(weight), MAX_PREVIOUS_WEIGHT), 0.0)
+    return blend, weight.astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -64,10 +97,12 @@ class TemporalAligner:
         self._pose: np.ndarray | None = None
         self._t = 0.0
         self._unit: object = None
+        self._gap2: float | None = None  # mean square log gap of the past's and own scale
 
     def reset(self) -> None:
         """Forget the previous output."""
         self._depth = self._weight = self._k = self._pose = None
+        self._gap2 = None
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
               unit: object = None, anchor: float | None = 1.0) -> tuple[np.ndarray, Alignment]:
@@ -94,30 +129,44 @@ class TemporalAligner:
                 f"the previous output covers {overlap:.0%} of this view (< {MIN_OVERLAP:.0%})"))
         # The median over every other row and column: as good, a quarter of the work.
         sample = log_ratio[::2, ::2]
-        offset = float(np.median(sample[np.isfinite(sample)]))
+        sample = sample[np.isfinite(sample)]
+        offset = float(np.median(sample))
         with np.errstate(invalid="ignore"):
-            agree_px = np.abs(log_ratio - np.float32(offset)) < AGREE_TOLERANCE
-        agreement = float(np.count_nonzero(agree_px)) / max(int(np.count_nonzero(both)), 1)
+            residual = np.abs(log_ratio - np.float32(offset))  # NaN where either is missing
+        agreement = float(np.count_nonzero(residual < AGREE_TOLERANCE)) / max(
+            int(np.count_nonzero(both)), 1)
         if agreement < MIN_AGREEMENT:
             return self._restart(t, pose, depth, k, unit, (
                 f"the previous output agrees with this frame on {agreement:.0%} of the overlap "
                 f"(< {MIN_AGREEMENT:.0%}): a new scene"))
         # The new frame aligned to the past, the two blended where they agree ...
         new = depth * np.float32(math.exp(offset))
-        w_prev = np.where(agree_px, np.minimum(held / (held + 1.0), MAX_PREVIOUS_WEIGHT), 0.0)
-        w_prev = w_prev.astype(np.float32)
-        fused = np.where(agree_px, w_prev * moved + (1.0 - w_prev) * new, new)
+        blend, w_prev = blend_weights(residual, held, float(np.median(np.abs(sample - offset))))
+        fused = np.where(blend, w_prev * moved + (1.0 - w_prev) * new, new)
         # ... then the whole output pulled towards this frame's own scale measurement (anchored).
-        correction = 0.0
-        if anchor is not None and anchor > 0 and math.isfinite(anchor):
-            pull = 1.0 - math.exp(-max(t - self._t, 0.0) / ANCHOR_TIME_S)
-            correction = pull * min(max(math.log(anchor) - offset, -MAX_ANCHOR_STEP),
-                                    MAX_ANCHOR_STEP)
+        correction = self._anchor_correction(t, anchor, offset)
+        if correction:
             fused *= np.float32(math.exp(correction))
         ratio = math.exp(offset + correction)
-        self._store(t, pose, fused, k, unit, np.where(agree_px, held + 1.0, 1.0))
-        share = float(np.count_nonzero(agree_px)) / valid_count
+        self._store(t, pose, fused, k, unit, np.where(blend, held + 1.0, 1.0))
+        share = float(np.count_nonzero(w_prev > 0)) / valid_count
         return fused.astype(np.float32), Alignment(True, fused_share=share, scale_ratio=ratio)
+
+    def _anchor_correction(self, t: float, anchor: float | None, offset: float) -> float:
+        """The log correction towards this frame's own scale measurement ``anchor`` from the
+        alignment's ``offset`` (0 without one): the pull of :data:`ANCHOR_TIME_S`, or all of it
+        while the two have agreed to within :data:`WARP_NOISE` (what the warp and the poses
+        alone drift by: the past is no better than the frame there)."""
+        if anchor is None or not anchor > 0 or not math.isfinite(anchor):
+            return 0.0
+        pull = 1.0 - math.exp(-max(t - self._t, 0.0) / ANCHOR_TIME_S)
+        gap = min(max(math.log(anchor) - offset, -MAX_ANCHOR_STEP), MAX_ANCHOR_STEP)
+        # The mean square disagreement, over the same time constant.
+        self._gap2 = gap * gap if self._gap2 is None else self._gap2 + pull * (
+            gap * gap - self._gap2)
+        trust = 1.0 if self._gap2 <= WARP_NOISE * WARP_NOISE else \
+            WARP_NOISE * WARP_NOISE / self._gap2
+        return max(pull, trust) * gap
 
     def _reset_reason(self, t: float, pose: np.ndarray | None, depth: np.ndarray,
                       k: Intrinsics, unit: object) -> str:
@@ -142,6 +191,7 @@ class TemporalAligner:
 
     def _restart(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
                  unit: object, reason: str) -> tuple[np.ndarray, Alignment]:
+        self._gap2 = None
         if pose is None:
             self.reset()
         else:
