@@ -125,8 +125,10 @@ def test_a_held_scale_expires(harness_factory):
     """depth_scale_time_constant 1 s, depth_scale_max_age 3 s: a floor until t = 1 s, then a
     wall filling the view: points go on for 3 s (the held scale), then stop, diagnostics WARN
     with the age and the reason; the next floor brings them back."""
+    # The age rule alone: no error bound (max_scale_error 1).
     h = harness_factory({"depth_scale_source": "ground_plane", "camera_height": FORWARD.height,
-                         "depth_scale_time_constant": 1.0, "depth_scale_max_age": 3.0},
+                         "depth_scale_time_constant": 1.0, "depth_scale_max_age": 3.0,
+                         "max_scale_error": 1.0},
                         subscribe=("points", "depth/colored", "/diagnostics"))
     h.wait_matched(("points", "depth/colored"))
     z, _ = FORWARD.depth_and_surface()

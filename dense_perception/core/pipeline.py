@@ -335,6 +335,9 @@ class DensePipeline:
                                guessed=products.intrinsics_guessed, estimate=estimate)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)
+            correction = None if estimate is None else estimate.correction
+            if correction is not None and correction.shape == products.depth.shape:
+                products.depth *= np.exp(correction)  # motion's scale map over the view
         return report
 
 

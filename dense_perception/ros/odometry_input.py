@@ -29,7 +29,6 @@ from typing import Any, Callable
 
 import numpy as np
 from nav_msgs.msg import Odometry
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
@@ -38,6 +37,7 @@ from ..core.geometry.camera_info_choice import stamp_ns
 from ..core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
                                     given_mountings, transform_matrix)
 from ..core.settings.table import Settings
+from .compat import SubscriptionEventCallbacks
 from .parameters import StartupError
 
 try:  # a robot's ROS install (apt); pip has no tf2_ros

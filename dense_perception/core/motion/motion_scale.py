@@ -48,6 +48,7 @@ import numpy as np
 from ..geometry.intrinsics import Intrinsics
 from ..scale.estimators import Estimate
 from .clock_offset import ClockOffset, pose_at
+from .scale_map import fit_scale_map
 from .pose import motion, rotation_angle_deg
 
 FLOW_WIDTH = 320          # px: flow on a frame this wide (cost; DIS is accurate to ~0.3 px)
@@ -88,8 +89,9 @@ def flow_image(grey: np.ndarray) -> np.ndarray:
 class MotionScale:
     """Per camera: the past frames (pose, small grey image) and the scale of each new frame."""
 
-    def __init__(self, min_baseline: float = 0.1) -> None:
+    def __init__(self, min_baseline: float = 0.1, scale_map: bool = True) -> None:
         self.min_baseline = min_baseline
+        self.scale_map = scale_map
         self._past: deque[_Past] = deque(maxlen=MAX_HISTORY)
         self._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
         self.clock = ClockOffset()
@@ -228,10 +230,18 @@ class MotionScale:
         if spread > MAX_SPREAD:
             return Estimate(None, ratio, int(len(q)), reason=(
                 f"the pixels disagree on the scale (spread {spread:.0%} > {MAX_SPREAD:.0%})"))
+        correction, level = None, 0.0
+        if self.scale_map:  # the ratio over the view, not one number (see .scale_map)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                view = np.log(np.where(relative > 0, relative, np.nan))
+            field = fit_scale_map(-np.log(q[positive]), ub[positive], vb[positive],
+                                  np.log(rel[trusted][usable][positive]), view)
+            level = float(np.median(field[np.isfinite(view)][::7]))
+            correction = field - np.float32(level)
         sigma = pair_sigma(q, ub, vb, relative.shape, residual, parallax)
         sigma = math.hypot(sigma, depth_band_error(q, rel[trusted][usable], rel))
-        return Estimate(1.0 / q_mid, ratio, int(len(q)), sigma=sigma,
-                        clock_offset=self.clock.offset)
+        return Estimate(math.exp(level) / q_mid, ratio, int(len(q)), sigma=sigma,
+                        clock_offset=self.clock.offset, correction=correction)
 
 
 def depth_band_error(q: np.ndarray, rel_trusted: np.ndarray, rel_view: np.ndarray) -> float:

@@ -4,7 +4,7 @@ registered metric depth image (each an :class:`Estimate`, or none with the reaso
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -41,6 +41,8 @@ class Estimate:
     normal: tuple[float, float, float] | None = None  # ground plane, camera optical frame
     sigma: float | None = None  # relative standard error (log scale) from the source's own data
     clock_offset: float | None = None  # motion: the pose clock's offset measured (s)
+    # motion's scale map: log correction over the view (median 0) on the estimate's grid
+    correction: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 def on_model_grid(plan: FitPlan, depth: np.ndarray, valid: np.ndarray | None, k: Intrinsics

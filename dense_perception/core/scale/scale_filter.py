@@ -155,14 +155,10 @@ class ScaleFilter:
                              "the time constant (a scene change)")
                 return self.scale
             else:
-                # A running mean at first (1/n), then the exponential filter (alpha); with
-                # the estimate's error known, the Kalman gain (the share of the information).
-                before = self._variance
+                # A running mean at first (1/n), then the exponential filter (alpha).
                 self._add_information(t, estimate, sigma_in)
                 self._count += 1
                 weight = max(alpha, 1.0 / self._count)
-                if before is not None and self._variance is not None and sigma_in is not None:
-                    weight = 1.0 - self._variance / before  # = P / (P + R)
                 self._log += weight * min(max(x - self._log, -bound), bound)
         self._last_t = t
         self.last_good_t = t

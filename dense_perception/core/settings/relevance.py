@@ -178,6 +178,7 @@ SCOPE: dict[str, Rule] = {
     "ground_max_tilt_deg": relative_depth("ground_plane"),
     "depth_scale_min_inliers": relative_depth(*ESTIMATED_SOURCES),
     "motion_scale_min_baseline": relative_depth("motion"),
+    "motion_scale_map": relative_depth("motion"),
     "temporal_alignment": MOVING,
     "reference_depth_slop": relative_depth("reference_depth"),
     # max_depth with relative depth is refused outright (metric_scale.relative_output_problem)

@@ -214,14 +214,15 @@ class Settings:
         0.3, "Smallest share of inliers (points of the robot's "
         "own floor in the lower view, or agreeing reference pixels) for a frame's scale "
         "to count.",
-        low=0.0, high=1.0, runtime=True,
-        unit="share", offline="--depth-scale-min-inliers")
+        low=0.0, high=1.0, runtime=True, unit="share", offline="--depth-scale-min-inliers")
     motion_scale_min_baseline: float = setting(
         0.1, "depth_scale_source motion: the shortest camera motion (m) between two frames "
         "whose image motion gives a scale (the latest earlier frame this far away, within "
         "2 s, is the partner); shorter baselines give too little parallax to tell.",
-        low=0.005, high=10.0, runtime=True, unit="m",
-        offline="--motion-scale-min-baseline")
+        low=0.005, high=10.0, runtime=True, unit="m", offline="--motion-scale-min-baseline")
+    motion_scale_map: bool = setting(True, "depth_scale_source motion: correct the depth over "
+        "the view with the ratios the flow measured (a grid of the view and its depth bands), "
+        "not only one scale.", offline="--motion-scale-map")
     temporal_alignment: bool = setting(
         True, "With the camera's motion (odometry, offline --poses): the previous depth "
         "moved into the new view and fused with the new frame where they agree (less "

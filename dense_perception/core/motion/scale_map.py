@@ -1,0 +1,77 @@
+"""A scale map from motion: where the flow gives metric depth, the network's depth corrected over
+the view by a smooth field, not only one number.
+
+A weak network's depth is not its truth times a constant (per frame, measured = a x
+predicted^b with b from 0.06 to 1.67 on one real stretch, and tilted across the view), so the
+metric / relative ratio of the pixels the flow trusts changes across the view and with depth.
+The map is a bilateral grid of those ratios (log scale): :data:`GRID` cells of the view, each
+split into :data:`BANDS` bands of the view's depth, each cell the median log ratio of its
+pixels, shrunk towards its band's median by its count (:data:`SHRINK` pixels weigh as much as
+that median); cells without pixels of a band take the band's median. Each
+pixel reads the grid bilinearly across the view and linearly across depth from its own depth,
+so a correction never crosses a depth edge: a near object and the wall behind it take their
+own band's ratio.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+GRID = (4, 6)        # rows, columns of the view
+BANDS = 3            # bands of the view's log depth (its tertiles)
+MIN_CELL = 20        # fewer trusted pixels: the cell is empty
+SHRINK = 10.0        # pixels that weigh as much as the band's median
+MAX_CORRECTION = 0.7  # |log|: at most about 2x either way
+
+
+def fit_scale_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.ndarray,
+                  view_log_rel: np.ndarray) -> np.ndarray:
+    """The log correction over the view (``view_log_rel``'s shape, 0 where its depth is
+    invalid), relative to the median of ``logs``: each trusted pixel's log(metric / relative)
+    at full-size pixel ``u``, ``v`` with its log relative depth ``log_rel``."""
+    h, w = view_log_rel.shape
+    rows, cols = GRID
+    valid = np.isfinite(view_log_rel)
+    if not valid.any() or len(logs) < MIN_CELL:
+        return np.zeros((h, w), np.float32)
+    log_rel = np.asarray(log_rel, np.float32)  # the view's precision: bands compare alike
+    centre = float(np.median(logs))
+    y = logs - centre
+    edges = np.quantile(view_log_rel[valid][::7], np.linspace(0.0, 1.0, BANDS + 1))
+    band = np.clip(np.searchsorted(edges[1:-1], log_rel, side="right"), 0, BANDS - 1)
+    r = np.clip((v * rows / h).astype(np.int64), 0, rows - 1)
+    c = np.clip((u * cols / w).astype(np.int64), 0, cols - 1)
+    # Each band's cells: their median, shrunk towards the band's own median by their count;
+    # a cell without pixels of a band takes that band's median (never the other bands' ratio:
+    # a near object's cells must not hand the wall's ratio to the object's edge). A band
+    # without pixels (the view's depth has fewer distinct values) is left out.
+    centres, planes = [], []
+    for b in range(BANDS):
+        mine = band == b
+        if np.count_nonzero(mine) < MIN_CELL:
+            continue
+        level = float(np.median(y[mine]))
+        grid = np.full(rows * cols, level)
+        spatial = (r * cols + c)[mine]
+        for index in np.unique(spatial):
+            values = y[mine][spatial == index]
+            if len(values) >= MIN_CELL:
+                grid[index] = level + (np.median(values) - level) * len(values) / (
+                    len(values) + SHRINK)
+        grid = np.clip(grid.reshape(rows, cols), -MAX_CORRECTION, MAX_CORRECTION)
+        centres.append(float(np.median(log_rel[mine])))
+        # Bilinear across the view (cell centres at the grid's pixel centres).
+        planes.append(cv2.resize(grid.astype(np.float32), (w, h),
+                                 interpolation=cv2.INTER_LINEAR))
+    if not planes:
+        return np.zeros((h, w), np.float32)
+    # Linear across depth, between the bands' own depths (the pixel's own depth picks them).
+    depth = np.where(valid, view_log_rel, centres[0]).astype(np.float32)
+    out = planes[0].copy()
+    for b in range(1, len(planes)):  # telescoping: P0 + w1 (P1 - P0) + w2 (P2 - P1) + ...
+        span = max(centres[b] - centres[b - 1], 1e-6)
+        weight = np.clip((depth - np.float32(centres[b - 1])) / np.float32(span), 0.0, 1.0)
+        out += weight * (planes[b] - planes[b - 1])
+    out[~valid] = 0.0
+    return out.astype(np.float32)
