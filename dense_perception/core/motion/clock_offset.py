@@ -6,7 +6,7 @@ leaves its epipolar lines (VINS-Mono estimates the same offset online, its ``td`
 pair of frames, the flow's median distance from the epipolar lines is evaluated with the poses
 taken at each candidate offset (:data:`OFFSETS`, interpolated along the frames' own poses, at
 most :data:`MAX_EXTRAPOLATION_S` beyond the newest); the curves of the last :data:`PAIRS`
-pairs are added up, and the offset is their minimum (refined by a parabola) once it is
+pairs (one in :data:`EVERY`) are added up, and the offset is their minimum (refined by a parabola) once it is
 clearly lower than the curve's ends. ``offset`` s means the image at stamp ``t`` was seen at
 pose time ``t + offset``.
 """
@@ -20,12 +20,13 @@ import numpy as np
 from ..geometry.intrinsics import Intrinsics
 from .pose import interpolate, motion
 
-OFFSETS = np.round(np.arange(-0.15, 0.1501, 0.01), 3)  # s, the candidates
+OFFSETS = np.round(np.arange(-0.15, 0.1501, 0.015), 3)  # s, the candidates
 PAIRS = 30                  # pairs whose curves are added up
-MIN_PAIRS = 5               # fewer: no offset yet
+MIN_PAIRS = 4               # fewer curves: no offset yet
 MAX_EXTRAPOLATION_S = 0.2   # s beyond the newest pose, at constant velocity
 SAMPLES = 1500              # trusted pixels used per curve (evenly spread)
 SHARPNESS = 1.2             # the ends of the summed curve at least this x its minimum
+EVERY = 2                   # a curve from every second pair (the offset changes slowly)
 
 
 def pose_at(stamps: list[float], poses: list[np.ndarray], t: float) -> np.ndarray | None:
@@ -64,16 +65,21 @@ class ClockOffset:
 
     def __init__(self) -> None:
         self._curves: deque[np.ndarray] = deque(maxlen=PAIRS)
+        self._pairs = 0
 
     def reset(self) -> None:
         """Forget the curves (a new sequence)."""
         self._curves.clear()
+        self._pairs = 0
 
     def add_pair(self, ub: np.ndarray, vb: np.ndarray, ua: np.ndarray, va: np.ndarray,
                  tb: float, ta: float, stamps: list[float], poses: list[np.ndarray],
                  k: Intrinsics) -> None:
         """One pair's curve: frame b (stamp ``tb``, pixels ``ub, vb``) matched at ``ua, va`` in
-        frame a (``ta``), with the frames' poses at ``stamps``."""
+        frame a (``ta``), with the frames' poses at ``stamps``; one pair in :data:`EVERY`."""
+        self._pairs += 1
+        if self._pairs % EVERY:
+            return
         step = max(1, len(ub) // SAMPLES)
         ub, vb, ua, va = ub[::step], vb[::step], ua[::step], va[::step]
         curve = np.full(len(OFFSETS), np.nan)

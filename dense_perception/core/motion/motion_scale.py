@@ -39,6 +39,7 @@ The flow runs on a copy of the frame at most :data:`FLOW_WIDTH` pixels wide.
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -95,6 +96,7 @@ class MotionScale:
         self._past: deque[_Past] = deque(maxlen=MAX_HISTORY)
         self._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
         self.clock = ClockOffset()
+        self.stage_ms: dict[str, float] = {}  # the last pair's stages (flow, clock offset, map)
         # (t, pair's scale, its relative error)
         self._recent: deque[tuple[float, float, float]] = deque(maxlen=RECENT)
 
@@ -169,8 +171,10 @@ class MotionScale:
              ) -> Estimate:
         h, w = grey_b.shape
         zoom = relative.shape[1] / w  # full-size px per flow px
+        started = time.perf_counter()
         fwd = self._flow.calc(grey_b, grey_a, None)
         bwd = self._flow.calc(grey_a, grey_b, None)
+        self.stage_ms = {"flow": 1000.0 * (time.perf_counter() - started)}
         grid_u, grid_v = np.meshgrid(np.arange(w, dtype=np.float32),
                                      np.arange(h, dtype=np.float32))
         ua, va = grid_u + fwd[..., 0], grid_v + fwd[..., 1]
@@ -188,10 +192,12 @@ class MotionScale:
         vb = (grid_v[trusted] + 0.5) * zoom - 0.5
         xa = (ua[trusted] + 0.5) * zoom - 0.5 - k.cx
         ya = (va[trusted] + 0.5) * zoom - 0.5 - k.cy
+        started = time.perf_counter()
         if times is not None:  # the pose clock's offset: measured, then compensated
             self.clock.add_pair(ub, vb, xa + k.cx, ya + k.cy, *times,
                                 [p.t for p in self._past], [p.pose for p in self._past], k)
             b_to_a = self._compensated(b_to_a, times)
+        self.stage_ms["clock offset"] = 1000.0 * (time.perf_counter() - started)
         rot, t = b_to_a[:3, :3], b_to_a[:3, 3]
         rays = np.stack([(ub - k.cx) / k.fx, (vb - k.cy) / k.fy, np.ones_like(ub)])
         p = (rot @ rays).astype(np.float32)  # each ray turned into a's orientation
@@ -231,6 +237,7 @@ class MotionScale:
             return Estimate(None, ratio, int(len(q)), reason=(
                 f"the pixels disagree on the scale (spread {spread:.0%} > {MAX_SPREAD:.0%})"))
         correction, level = None, 0.0
+        started = time.perf_counter()
         if self.scale_map:  # the ratio over the view, not one number (see .scale_map)
             with np.errstate(invalid="ignore", divide="ignore"):
                 view = np.log(np.where(relative > 0, relative, np.nan))
@@ -238,6 +245,7 @@ class MotionScale:
                                   np.log(rel[trusted][usable][positive]), view)
             level = float(np.median(field[np.isfinite(view)][::7]))
             correction = field - np.float32(level)
+        self.stage_ms["scale map"] = 1000.0 * (time.perf_counter() - started)
         sigma = pair_sigma(q, ub, vb, relative.shape, residual, parallax)
         sigma = math.hypot(sigma, depth_band_error(q, rel[trusted][usable], rel))
         return Estimate(math.exp(level) / q_mid, ratio, int(len(q)), sigma=sigma,
