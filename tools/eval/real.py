@@ -246,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.frames is None and sequence.is_dir() and not base.spec.metric_depth:
         from tools.eval.sequence import sequence_section  # the sequence table
         text = text.rstrip("\n") + "\n\n" + sequence_section(pipelines["none"], sequence)
+        from tools.eval.stretches import networks, stretch_section  # every stretch, both nets
+        nets = networks(pipelines["none"]) if args.model.resolve() == PYDNET.resolve() else \
+            {kind: pipelines["none"]}
+        text = text.rstrip("\n") + "\n\n" + stretch_section(nets, args.out.parent)
     print(f"eval-real: {len(frames)} frames in {time.monotonic() - started:.1f} s -> {args.out}",
           file=sys.stderr)
     args.out.write_text(text)

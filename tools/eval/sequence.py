@@ -2,7 +2,8 @@
 docs/accuracy.md (``make eval-real``), or your own sequence::
 
     .venv/bin/python -m tools.eval.sequence --sequence path/to/frames --trajectory traj.tum \\
-        --camera-info-yaml camera.yaml [--depth-unit 0.001] [--model m.tflite ...]
+        --camera-info-yaml camera.yaml [--depth-unit 0.001] [--model m.tflite ...] \\
+        [--pose-noise SEED] [--max-scale-error 1]
 
 A sequence is a folder of ``<stem>.color.<ext>`` frames with ``<stem>.depth.png`` measured depth
 beside them (uint16, ``--depth-unit`` metres per step, 0 invalid; the 7-Scenes and many RGB-D
@@ -77,9 +78,13 @@ def _best(truth: np.ndarray, depth: np.ndarray) -> float:
     return float(np.nanmedian(truth / depth))
 
 
-def evaluate(base: DensePipeline, seq: Sequence, min_baseline: float = 0.1) -> dict:
+def evaluate(base: DensePipeline, seq: Sequence, min_baseline: float = 0.1,
+             poses: list[np.ndarray] | None = None, rows: tuple[str, ...] = ROWS,
+             max_scale_error: float = ScaleConfig.max_scale_error) -> dict:
     """Figures per row (see the module docstring), with ``fit: stretch`` and the input's
-    resolution whatever ``base`` has."""
+    resolution whatever ``base`` has. ``poses``: what the product is fed (e.g. odometry-like
+    poses, :func:`tools.eval.pose_noise.odometry_like`); the figures use the true ones."""
+    fed = seq.poses if poses is None else poses
     # The whole frame on the camera's grid, as the done-means command publishes it.
     config = replace(base.config, fit="stretch", output_resolution="input")
     plain = DensePipeline(base.runner, base.spec, replace(config, depth_scale_source="none"))
@@ -102,23 +107,30 @@ def evaluate(base: DensePipeline, seq: Sequence, min_baseline: float = 0.1) -> d
     aligned = DensePipeline(base.runner, base.spec,
                             replace(pipes["fixed"].config, relative_depth_scale=one))
     runs = {"aligned over time": (aligned, None),
-            "motion scale": (pipes["motion"], DepthScaler(ScaleConfig("motion")))}
+            "motion scale": (pipes["motion"], DepthScaler(ScaleConfig(
+                "motion", max_scale_error=max_scale_error)))}
+    sigmas: dict[str, dict[int, float | None]] = {}
     for row, (pipe, scaler) in runs.items():
+        if row not in rows:
+            continue
         cam = CameraMotion(MotionConfig(min_baseline=min_baseline))
-        outputs[row] = {}
+        outputs[row], sigmas[row] = {}, {}
         for i, path in enumerate(seq.colour):
             raw = pipe.infer(cv2.imread(str(path), cv2.IMREAD_COLOR), "bgr8", camera=seq.k)
-            products = pipe.finish(raw, None, scaler, seq.stamps[i], pose=seq.poses[i],
-                                   motion=cam)
+            products = pipe.finish(raw, None, scaler, seq.stamps[i], pose=fed[i], motion=cam)
             if products.depth is not None and products.depth_metric:
                 outputs[row][i] = products.depth
-    return {row: figures(outputs[row], truths, relative, seq) for row in ROWS}
+                sigmas[row][i] = None if products.scale is None else products.scale.sigma
+    return {row: figures(outputs[row], truths, relative, seq, sigmas.get(row)) for row in rows}
 
 
 def figures(published: dict[int, np.ndarray], truths: list[np.ndarray],
-            relative: list[np.ndarray], seq: Sequence) -> dict:
+            relative: list[np.ndarray], seq: Sequence,
+            sigmas: dict[int, float | None] | None = None) -> dict:
     """TAE over consecutive published frames, scale errors, AbsRel (and the best-scale AbsRel
-    of the same frames), frames in metres."""
+    of the same frames), frames in metres; with ``sigmas`` (each published frame's relative
+    standard error), the share of frames whose error is within 2 sigma, and the errors and
+    sigmas per frame."""
     idx = sorted(published)
     flicker = [tae(published[i], published[i + 1], seq.k, motion(seq.poses[i], seq.poses[i + 1]))
                for i in idx if i + 1 in published]
@@ -126,7 +138,13 @@ def figures(published: dict[int, np.ndarray], truths: list[np.ndarray],
     absrel = [float(np.nanmean(np.abs(published[i] - truths[i]) / truths[i])) for i in idx]
     best = [float(np.nanmean(np.abs(relative[i] * _best(truths[i], relative[i]) - truths[i])
                              / truths[i])) for i in idx]
-    return {"frames": len(idx), "total": len(truths),
+    within = None
+    if sigmas is not None and idx:
+        within = float(np.mean([sigmas.get(i) is not None and
+                                abs(np.log1p(e)) <= 2.0 * sigmas[i] for i, e in zip(idx, errors)]))
+    return {"frames": len(idx), "total": len(truths), "within_2_sigma": within,
+            "per_frame": {i: (e, None if sigmas is None else sigmas.get(i))
+                          for i, e in zip(idx, errors)},
             "tae": float(np.mean(flicker)) if flicker else None,
             "max_error": max(map(abs, errors)) if errors else None,
             "median_error": float(np.median(np.abs(errors))) if errors else None,
@@ -189,12 +207,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--input-normalization", default="unit")
     p.add_argument("--fit", default="stretch")
     p.add_argument("--motion-scale-min-baseline", type=float, default=0.1)
+    p.add_argument("--pose-noise", type=int, default=None, metavar="SEED",
+                   help="feed odometry-like poses (tools/eval/pose_noise.py, this seed): each "
+                        "20 ms late, steps 2 %% long, 1 mm and 0.1 deg of jitter a step")
+    p.add_argument("--max-scale-error", type=float, default=ScaleConfig.max_scale_error)
     args = p.parse_args(argv)
     seq = read_sequence(args.sequence, args.trajectory, args.camera_info_yaml, args.depth_unit)
+    poses = None
+    if args.pose_noise is not None:
+        from tools.eval.pose_noise import odometry_like
+        poses = odometry_like(seq.poses, seq.stamps, args.pose_noise)
     base = load_pipeline(str(args.model), Settings(
         model_type=args.model_type, backend="cpu", output_resolution="input", fit=args.fit,
         input_normalization=args.input_normalization))
-    print("\n".join(render_table(evaluate(base, seq, args.motion_scale_min_baseline))))
+    print("\n".join(render_table(evaluate(base, seq, args.motion_scale_min_baseline, poses,
+                                           max_scale_error=args.max_scale_error))))
     return 0
 
 
