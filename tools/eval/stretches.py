@@ -59,11 +59,19 @@ def _pct(x: float | None, signed: bool = False) -> str:
     return "-" if x is None else (f"{x:+.1%}" if signed else f"{x:.1%}")
 
 
+def _absrel_tae(f: dict) -> str:
+    if f["absrel"] is None:
+        return "-"
+    tae = "-" if f["tae"] is None else f"{f['tae']:.4f}"
+    return f"{f['absrel']:.3f} / {f['best_absrel']:.3f}, {tae}"
+
+
 def table(results: dict[str, dict]) -> list[str]:
     """The markdown rows for one network's stretches."""
     lines = ["| stretch | poses | in metres | off > 10 % | worst | median | within 2σ | "
-             "TAE (×100) | AbsRel / best single scale | every frame: off > 10 %, within 2σ |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "TAE (×100) | AbsRel / best single scale | every frame: off > 10 %, within 2σ | "
+             "every frame: AbsRel / best single scale, TAE |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, per in results.items():
         for kind in ("true", "odometry-like"):
             f, every = per[kind, "default"], per[kind, "none"]
@@ -79,7 +87,7 @@ def table(results: dict[str, dict]) -> list[str]:
                 f"| {name} | {kind} | {f['frames']} of {f['total']} | {off} | "
                 f"{_pct(f['max_error'])} | {_pct(f['median_error'])} | {within} | {tae} | "
                 f"{absrel} | {sum(abs(e) > 0.10 for e in all_errors)} of {every['frames']}, "
-                f"{every_within} |")
+                f"{every_within} | {_absrel_tae(every)} |")
     return lines
 
 
@@ -133,8 +141,9 @@ def stretch_section(networks: dict[str, DensePipeline], pictures: Path | None) -
         "and 0.1 deg of jitter a step), always judged with the true poses. *Off*: median of "
         "published / measured depth, minus 1. *Within 2σ*: the frames whose error is within "
         "twice the standard error the scale claims. The last column publishes every frame "
-        "(`max_scale_error` 1) to check that claim on all of them. TAE in brackets ×100, as "
-        "Video Depth Anything reports it.", ""]
+        "(`max_scale_error` 1) to check that claim on all of them, and what the scale map "
+        "(`motion_scale_map`) does to the depth. TAE in brackets ×100, as Video Depth "
+        "Anything reports it.", ""]
     for name, base in networks.items():
         results = {}
         for folder in stretches():
