@@ -210,6 +210,8 @@ def test_a_child_frame_that_alternates_mixes_nothing_and_is_said(harness_factory
         pose, note = robot.frame_at(t)
         assert note == "", note  # base_link's messages, 0.1 s apart, interpolated
         np.testing.assert_allclose(pose[:3, 3], [optical_centre_x(t), 0.0, 0.5], atol=1e-6)
+    wait_until(lambda: robot.warnings("odom -> base_footprint beside odom -> base_link"), 10,
+               "a WARN")  # /rosout arrives on its own
     said = robot.warnings("odom -> base_footprint beside odom -> base_link")
     assert said and "not used for the camera's pose" in said[0] and "camera_in_base" in said[0]
     _, _, values = robot.h.diagnostics(lambda d: "base_footprint: 20 messages not used" in d[2].get(
@@ -227,5 +229,6 @@ def test_the_motion_moves_to_another_child_frame_once_the_first_has_stopped(harn
     wait_until(lambda: robot.odometry.received == 22, 10, "odometry held")
     pose, note = robot.frame_at(51.73)
     assert note == "" and pose[0, 3] == pytest.approx(optical_centre_x(51.73), abs=1e-6)
-    assert robot.warnings("odometry frames changed to odom -> base_footprint")
+    wait_until(lambda: robot.warnings("odometry frames changed to odom -> base_footprint"), 10,
+               "a WARN")  # /rosout arrives on its own
     assert robot.odometry.frames == ("odom", "base_footprint")
