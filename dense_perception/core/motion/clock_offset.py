@@ -43,21 +43,34 @@ def pose_at(stamps: list[float], poses: list[np.ndarray], t: float) -> np.ndarra
     return interpolate(poses[j], poses[j + 1], (t - stamps[j]) / span)
 
 
+def epipolar_terms(ub: np.ndarray, vb: np.ndarray, ua: np.ndarray, va: np.ndarray,
+                   b_to_a: np.ndarray, k: Intrinsics, dtype: type = np.float64
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For b's pixels ``ub, vb`` seen at ``ua, va`` in a, with the motion ``b_to_a``: the two
+    linear equations in each pixel's inverse depth i, ``c1 i = d1`` and ``c2 i = d2`` (from
+    x_a (p_z + i t_z) = fx (p_x + i t_x), the same for y, p the ray turned into a's
+    orientation), and p_z. Least squares gives i = (c1 d1 + c2 d2) / (c1² + c2²); what no
+    depth explains, |c1 d2 - c2 d1| / sqrt(c1² + c2²) / p_z, is the distance (px) from the
+    epipolar line. The turned rays in ``dtype`` (float32 on the scale's hot path)."""
+    rot, t = b_to_a[:3, :3], b_to_a[:3, 3]
+    rays = np.stack([(ub - k.cx) / k.fx, (vb - k.cy) / k.fy, np.ones_like(ub)])
+    p = (rot @ rays).astype(dtype, copy=False)
+    xa, ya = ua - k.cx, va - k.cy
+    c1, d1 = k.fx * t[0] - xa * t[2], xa * p[2] - k.fx * p[0]
+    c2, d2 = k.fy * t[1] - ya * t[2], ya * p[2] - k.fy * p[1]
+    return c1, d1, c2, d2, p[2]
+
+
 def epipolar_residual(ub: np.ndarray, vb: np.ndarray, ua: np.ndarray, va: np.ndarray,
                       b_to_a: np.ndarray, k: Intrinsics) -> float:
     """Median distance (px) of the matches (b's pixels ``ub, vb`` seen at ``ua, va`` in a)
     from the epipolar lines that the motion ``b_to_a`` predicts."""
-    rot, t = b_to_a[:3, :3], b_to_a[:3, 3]
-    rays = np.stack([(ub - k.cx) / k.fx, (vb - k.cy) / k.fy, np.ones_like(ub)])
-    p = rot @ rays
-    xa, ya = ua - k.cx, va - k.cy
-    c1, d1 = k.fx * t[0] - xa * t[2], xa * p[2] - k.fx * p[0]
-    c2, d2 = k.fy * t[1] - ya * t[2], ya * p[2] - k.fy * p[1]
+    c1, d1, c2, d2, pz = epipolar_terms(ub, vb, ua, va, b_to_a, k)
     norm = np.sqrt(c1 * c1 + c2 * c2)
-    ok = (norm > 1e-9) & (p[2] > 0)
+    ok = (norm > 1e-9) & (pz > 0)
     if not ok.any():
         return float("inf")
-    return float(np.median(np.abs(c1 * d2 - c2 * d1)[ok] / norm[ok] / p[2][ok]))
+    return float(np.median(np.abs(c1 * d2 - c2 * d1)[ok] / norm[ok] / pz[ok]))
 
 
 class ClockOffset:

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..geometry.intrinsics import Intrinsics
 from ..scale.estimators import Estimate
-from .clock_offset import ClockOffset, pose_at
+from .clock_offset import ClockOffset, epipolar_terms, pose_at
 from .scale_map import fit_scale_map
 from .pose import motion, rotation_angle_deg
 
@@ -155,13 +155,13 @@ class MotionScale:
                 return past
         return None
 
-    def _compensated(self, b_to_a: np.ndarray, times: tuple[float, float]) -> np.ndarray:
-        """The pair's motion with the poses taken at the pose clock's offset, once known."""
+    def _compensated(self, b_to_a: np.ndarray, times: tuple[float, float],
+                     stamps: list[float], poses: list[np.ndarray]) -> np.ndarray:
+        """The pair's motion with the poses (the past frames', at ``stamps``) taken at the pose
+        clock's offset, once known."""
         offset = self.clock.offset
         if offset is None or abs(offset) < MIN_OFFSET_S:
             return b_to_a
-        stamps = [p.t for p in self._past]
-        poses = [p.pose for p in self._past]
         pose_b = pose_at(stamps, poses, times[0] + offset)
         pose_a = pose_at(stamps, poses, times[1] + offset)
         return b_to_a if pose_b is None or pose_a is None else motion(pose_b, pose_a)
@@ -190,29 +190,25 @@ class MotionScale:
         # Full-size pixel coordinates of each trusted pixel in b and of its match in a.
         ub = (grid_u[trusted] + 0.5) * zoom - 0.5
         vb = (grid_v[trusted] + 0.5) * zoom - 0.5
-        xa = (ua[trusted] + 0.5) * zoom - 0.5 - k.cx
-        ya = (va[trusted] + 0.5) * zoom - 0.5 - k.cy
+        ua = (ua[trusted] + 0.5) * zoom - 0.5
+        va = (va[trusted] + 0.5) * zoom - 0.5
         started = time.perf_counter()
         if times is not None:  # the pose clock's offset: measured, then compensated
-            self.clock.add_pair(ub, vb, xa + k.cx, ya + k.cy, *times,
-                                [p.t for p in self._past], [p.pose for p in self._past], k)
-            b_to_a = self._compensated(b_to_a, times)
+            stamps, poses = [p.t for p in self._past], [p.pose for p in self._past]
+            self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k)
+            b_to_a = self._compensated(b_to_a, times, stamps, poses)
         self.stage_ms["clock offset"] = 1000.0 * (time.perf_counter() - started)
-        rot, t = b_to_a[:3, :3], b_to_a[:3, 3]
-        rays = np.stack([(ub - k.cx) / k.fx, (vb - k.cy) / k.fy, np.ones_like(ub)])
-        p = (rot @ rays).astype(np.float32)  # each ray turned into a's orientation
-        # Seen in a at inverse depth i: x_a * (p_z + i t_z) = fx (p_x + i t_x), same for y.
-        c1, d1 = k.fx * t[0] - xa * t[2], xa * p[2] - k.fx * p[0]
-        c2, d2 = k.fy * t[1] - ya * t[2], ya * p[2] - k.fy * p[1]
+        c1, d1, c2, d2, pz = epipolar_terms(ub, vb, ua, va, b_to_a, k, np.float32)
         cc = c1 * c1 + c2 * c2
         usable = cc > 1e-12
         inverse = (c1 * d1 + c2 * d2) / np.where(usable, cc, 1.0)
         # Distance of the flow from the epipolar line, in px (the part no depth explains).
-        epipolar = np.abs(c1 * d2 - c2 * d1) / np.sqrt(np.where(usable, cc, 1.0)) / p[2]
-        q = inverse * rel[trusted]  # per pixel: 1 / scale (relative units x inverse metres)
-        q, epipolar = q[usable], epipolar[usable]
+        epipolar = np.abs(c1 * d2 - c2 * d1) / np.sqrt(np.where(usable, cc, 1.0)) / pz
+        rel_trusted = rel[trusted][usable]
+        q = inverse[usable] * rel_trusted  # per pixel: 1 / scale (relative x inverse metres)
+        epipolar = epipolar[usable]
         ub, vb = ub[usable], vb[usable]
-        sensitivity = np.sqrt(cc[usable]) / p[2][usable]  # px of parallax per 1/m
+        sensitivity = np.sqrt(cc[usable]) / pz[usable]  # px of parallax per 1/m
         residual = float(np.median(epipolar))
         if residual > MAX_EPIPOLAR_PX:
             return Estimate(None, reason=(
@@ -224,7 +220,7 @@ class MotionScale:
             return Estimate(None, reason=(
                 "the image moves against the camera motion (points would lie behind the "
                 "camera): are the poses camera-to-world, not world-to-camera?"))
-        parallax = float(np.median(sensitivity * q_mid / rel[trusted][usable]))
+        parallax = float(np.median(sensitivity * q_mid / rel_trusted))
         if parallax < MIN_PARALLAX_PX:
             return Estimate(None, reason=(
                 f"too little parallax (median {parallax:.1f} px < {MIN_PARALLAX_PX:g} px): "
@@ -242,12 +238,12 @@ class MotionScale:
             with np.errstate(invalid="ignore", divide="ignore"):
                 view = np.log(np.where(relative > 0, relative, np.nan))
             field = fit_scale_map(-np.log(q[positive]), ub[positive], vb[positive],
-                                  np.log(rel[trusted][usable][positive]), view)
+                                  np.log(rel_trusted[positive]), view)
             level = float(np.median(field[np.isfinite(view)][::7]))
             correction = field - np.float32(level)
         self.stage_ms["scale map"] = 1000.0 * (time.perf_counter() - started)
         sigma = pair_sigma(q, ub, vb, relative.shape, residual, parallax)
-        sigma = math.hypot(sigma, depth_band_error(q, rel[trusted][usable], rel))
+        sigma = math.hypot(sigma, depth_band_error(q, rel_trusted, rel))
         return Estimate(math.exp(level) / q_mid, ratio, int(len(q)), sigma=sigma,
                         clock_offset=self.clock.offset, correction=correction)
 
@@ -273,10 +269,7 @@ def depth_band_error(q: np.ndarray, rel_trusted: np.ndarray, rel_view: np.ndarra
     view = rel_view[np.isfinite(rel_view) & (rel_view > 0)]
     shift = abs(float(np.median(np.log(view[::7]))) - float(np.median(x))) if view.size else 0.0
     left_out = [float(np.median(y[band != b])) for b in range(DEPTH_BANDS)]
-    n = len(left_out)
-    jackknife = math.sqrt((n - 1) / n * float(np.sum((np.array(left_out)
-                                                        - np.mean(left_out)) ** 2)))
-    return math.hypot(slope * shift, jackknife)
+    return math.hypot(slope * shift, jackknife(left_out))
 
 
 def pair_sigma(q: np.ndarray, u: np.ndarray, v: np.ndarray, shape: tuple[int, ...],
@@ -292,12 +285,18 @@ def pair_sigma(q: np.ndarray, u: np.ndarray, v: np.ndarray, shape: tuple[int, ..
     logs = np.log(np.maximum(q, 1e-12))
     left_out = [float(np.median(logs[block != b])) for b in range(rows * cols)
                 if MIN_PIXELS // 4 <= np.count_nonzero(block == b) < len(q) - MIN_PIXELS]
-    n = len(left_out)
-    if n >= 3:
-        jackknife = math.sqrt((n - 1) / n * float(np.sum((np.array(left_out)
-                                                            - np.mean(left_out)) ** 2)))
+    if len(left_out) >= 3:
+        regions = jackknife(left_out)
     else:  # the trusted pixels fill fewer than three regions: the view is barely sampled
-        jackknife = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+        regions = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
     geometry = residual / max(parallax, 1e-6)
-    return math.sqrt(jackknife ** 2 + geometry ** 2 + MIN_SIGMA ** 2)
+    return math.sqrt(regions ** 2 + geometry ** 2 + MIN_SIGMA ** 2)
+
+
+def jackknife(left_out: list[float]) -> float:
+    """The jackknife standard error of a statistic from its values with each group left out
+    in turn: sqrt((n - 1) / n * sum((x_i - mean)^2))."""
+    n = len(left_out)
+    values = np.asarray(left_out, dtype=np.float64)
+    return math.sqrt((n - 1) / n * float(np.sum((values - values.mean()) ** 2)))
 

@@ -268,12 +268,9 @@ class DepthScaler:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
         if config.per_frame:
-            bounded_out = est.scale is not None and est.sigma is not None and \
-                2.0 * est.sigma > config.max_scale_error and \
-                config.max_scale_error < 1.0
-            reason = est.reason or (
-                f"the scale's error bound (2 sigma = {200.0 * est.sigma:.1f} %) exceeds "
-                f"max_scale_error ({100.0 * config.max_scale_error:g} %)" if bounded_out else "")
+            too_unsure = "" if est.scale is None else error_bound_problem(est.sigma, config)
+            bounded_out = bool(too_unsure)
+            reason = est.reason or too_unsure
             scale = None if bounded_out else est.scale
             self.last = ScaleReport(config.source, scale, scale is not None, est.scale,
                                     est.inlier_ratio, reason=reason, per_frame=True,
@@ -285,13 +282,10 @@ class DepthScaler:
         age = None if good_t is None else max(t - good_t, 0.0)
         sigma = self.filter.sigma
         reason = est.reason or self.filter.note
-        bounded_out = scale is not None and sigma is not None and \
-            2.0 * sigma > config.max_scale_error and \
-            config.max_scale_error < 1.0
+        too_unsure = "" if scale is None else error_bound_problem(sigma, config)
+        bounded_out = bool(too_unsure)
         if bounded_out:
-            why = (f"the scale's error bound (2 sigma = {200.0 * sigma:.1f} %) exceeds "
-                   f"max_scale_error ({100.0 * config.max_scale_error:g} %)")
-            reason = f"{why}; {reason}" if reason else why
+            reason = f"{too_unsure}; {reason}" if reason else too_unsure
         self.last = ScaleReport(
             config.source, None if bounded_out else scale,
             scale is not None and not bounded_out, est.scale, est.inlier_ratio,
@@ -302,6 +296,15 @@ class DepthScaler:
             bounded_out=bounded_out, disagrees=self.filter.disagrees,
             clock_offset=est.clock_offset)
         return self.last
+
+
+def error_bound_problem(sigma: float | None, config: ScaleConfig) -> str:
+    """Why a scale with relative error ``sigma`` may not be published under
+    ``config.max_scale_error`` (2 sigma within it; 1 = no bound), or "" when it may."""
+    if sigma is None or config.max_scale_error >= 1.0 or 2.0 * sigma <= config.max_scale_error:
+        return ""
+    return (f"the scale's error bound (2 sigma = {200.0 * sigma:.1f} %) exceeds "
+            f"max_scale_error ({100.0 * config.max_scale_error:g} %)")
 
 
 def withholds_depth(report: ScaleReport | None) -> bool:
@@ -344,8 +347,8 @@ class ScaleTally:
                                       for r in self.reports]
             out["frames_not_sure_enough"] = sum(r.bounded_out for r in self.reports)
             out["frames_sources_disagree"] = sum(r.disagrees for r in self.reports)
-            offsets = [r.clock_offset for r in self.reports if r.clock_offset is not None]
             if last.source == "motion":
+                offsets = [r.clock_offset for r in self.reports if r.clock_offset is not None]
                 out["pose_clock_offset_s"] = round(offsets[-1], 4) if offsets else None
             reasons: dict[str, int] = {}
             for r in self.reports:

@@ -85,7 +85,7 @@ class ScaleFilter:
         if self._variance_t is None or t > self._variance_t:
             self._variance_t = t
 
-    def _add_information(self, t: float, estimate: float, sigma: float | None) -> None:
+    def _add_information(self, t: float, sigma: float | None) -> None:
         """Fuse one estimate's error into the variance (see the class docstring)."""
         if sigma is None or not sigma > 0:
             return
@@ -94,9 +94,14 @@ class ScaleFilter:
         if self._variance is None:
             self._variance = variance
             return
-        gap = (math.log(estimate) - self._log) ** 2
-        self.disagrees = gap > 9.0 * (self._variance + sigma ** 2)
         self._variance = self._variance * variance / (self._variance + variance)
+
+    def _disagrees(self, x: float, sigma: float | None) -> bool:
+        """Whether the log estimate ``x`` lies beyond 3 standard errors of both it and the
+        scale in use (both errors known)."""
+        if sigma is None or self._variance is None or self._log is None:
+            return False
+        return (x - self._log) ** 2 > 9.0 * (self._variance + sigma ** 2)
 
     def spread(self) -> float:
         """Robust relative spread (1.4826 x MAD of log scale) of the estimates in the window."""
@@ -130,9 +135,10 @@ class ScaleFilter:
         if self._log is None:
             self._log, self._count = x, 1
             self._variance = None
-            self._add_information(t, estimate, sigma)
+            self._add_information(t, sigma)
         else:
             sigma_in, sigma = sigma, self.spread()
+            self.disagrees = self._disagrees(x, sigma_in)
             bound = max(3.0 * sigma, STEP_MIN_LOG)
             recent = [s for ts, s in self._window if ts >= t - self.time_constant / 3.0]
             if len(recent) < STEP_MIN_COUNT:  # a slow camera: its last few estimates
@@ -143,12 +149,11 @@ class ScaleFilter:
                     and abs(step) > bound):
                 self._log += step
                 self._variance = None  # a new scene: its error starts from its own estimates
-                self._add_information(t, estimate, sigma_in)
+                self._add_information(t, sigma_in)
                 self._count = len(recent)  # as if the new scene's estimates were averaged
                 while self._window and self._window[0][0] < t - self.time_constant / 3.0:
                     self._window.popleft()  # the old scene's estimates no longer count
             elif abs(x - self._log) > max(3.0 * sigma, JUMP_MIN_LOG):
-                self.disagrees = self._variance is not None and sigma_in is not None
                 self.note = (f"this frame's estimate {estimate:.4g} is "
                              f"{estimate / self.scale:.2f}x the filtered scale "
                              f"{self.scale:.4g}: not used unless it persists for a third of "
@@ -156,7 +161,7 @@ class ScaleFilter:
                 return self.scale
             else:
                 # A running mean at first (1/n), then the exponential filter (alpha).
-                self._add_information(t, estimate, sigma_in)
+                self._add_information(t, sigma_in)
                 self._count += 1
                 weight = max(alpha, 1.0 / self._count)
                 self._log += weight * min(max(x - self._log, -bound), bound)
