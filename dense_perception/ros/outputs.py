@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import time
 from typing import Any
 
 from rclpy.node import Node
@@ -58,7 +56,6 @@ class Outputs:
             for key in products if key != "classes"}
         self.prefix = prefix
         self.bandwidth: dict[str, RateMeter] = {key: RateMeter() for key in self.pubs}
-        self._skip_logged: dict[tuple[str, str], float] = {}  # (key, kind) -> when last said
         self._classes_pub = None
         if not self.pubs:
             raise StartupError("every output is switched off (publish_* parameters) or not "
@@ -79,23 +76,24 @@ class Outputs:
                 timer: StageTimer | None = None) -> None:
         """Publish this frame's products to the outputs that have subscribers (compressed
         ones are encoded only then, timed as stage ``compress`` on ``timer``). An added
-        product the frame left out (a bad value, a compute step that raised) is said in one
-        WARN, throttled per product and reason; the frame's other products go out."""
-        self._log_skipped(products)
+        product the frame left out (a bad value, a compute step that raised) is not among
+        them (:meth:`skipped_warnings` says why); the frame's other products go out."""
         for key, msg in product_messages(products, self.listened(), header, messages,
                                          depth_encoding, compression, timer):
             self.pubs[key].publish(msg)
             self.bandwidth[key].tick(amount=payload_bytes(msg))
 
-    def _log_skipped(self, products: Any) -> None:
-        now = time.monotonic()
+    def skipped_warnings(self, products: Any) -> list[tuple[str, str]]:
+        """(throttle key, WARN text) for each added product this frame left out: the key names
+        the camera, the product and the kind of reason, to be said at most every
+        :data:`SKIP_LOG_PERIOD` s."""
+        said = []
         for key, skip in skipped(products).items():
-            if now - self._skip_logged.get((key, skip.kind), -math.inf) >= SKIP_LOG_PERIOD:
-                self._skip_logged[(key, skip.kind)] = now
-                topic = prefixed(self.prefix, OUTPUTS[key][0]) if key in OUTPUTS else key
-                self._node.get_logger().warning(
-                    f"product '{key}' ({topic}) skipped: {skip.text} (this frame's other "
-                    f"products are published; said at most every {SKIP_LOG_PERIOD:g} s)")
+            topic = prefixed(self.prefix, OUTPUTS[key][0]) if key in OUTPUTS else key
+            said.append((f"skipped:{self.prefix}:{key}:{skip.kind}",
+                         f"product '{key}' ({topic}) skipped: {skip.text} (this frame's other "
+                         f"products are published; said at most every {SKIP_LOG_PERIOD:g} s)"))
+        return said
 
     def bandwidth_rates(self) -> dict[str, float]:
         """Bytes per second now published on each topic (relative name) that has published."""

@@ -40,6 +40,7 @@ from .camera_channel import CameraChannel
 from .compat import GraphWatch
 from .diagnostics import build_diagnostics, model_status
 from .odometry_input import OdometryInput
+from .outputs import SKIP_LOG_PERIOD
 from .parameters import StartupError, ignored_at_start
 
 NODE_NAME = "dense_perception"
@@ -285,6 +286,8 @@ class Perception:
                                 period=10.0)
         if not self.active:  # deactivated while this frame was being computed
             return
+        for key, text in channel.outputs.skipped_warnings(products):
+            self._warn_once_per(key, text, period=SKIP_LOG_PERIOD)
         with item.pipeline.timer.stage("publish"):
             channel.outputs.publish(products, header, item.settings.depth_encoding,
                                     compression_config(item.settings), item.pipeline.timer)
