@@ -61,7 +61,7 @@ def test_startup_refuses_metre_settings_for_relative_depth(params, expected):
         rclpy.shutdown(context=context)
 
 
-def test_fixed_scale_is_asserted_and_metric_models_ignore_the_source(harness_factory):
+def test_fixed_scale_is_asserted_and_metric_models_ignore_an_asserted_one(harness_factory):
     h = harness_factory({"depth_scale_source": "fixed", "relative_depth_scale": 0.5,
                          "depth_encoding": "16UC1", "max_depth": 10.0},
                         subscribe=("depth/image", "points", "/diagnostics"))
@@ -74,8 +74,8 @@ def test_fixed_scale_is_asserted_and_metric_models_ignore_the_source(harness_fac
     assert h.wait_for("points", where=for_header(header))
     level, message, values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")
     assert values["depth units"] == "metres (asserted: relative_depth_scale = 0.5 m per unit)"
-    tips = harness_factory({"model_path": TIPS_TEST_MODEL, "depth_scale_source": "ground_plane",
-                            "camera_height": 1.0}, subscribe=("/diagnostics",))
+    tips = harness_factory({"model_path": TIPS_TEST_MODEL, "depth_scale_source": "fixed"},
+                           subscribe=("/diagnostics",))
     # Both nodes publish /diagnostics on this domain: take the TIPSv2 node's.
     level, message, values = tips.diagnostics(lambda d: d[2]["model kind"] == "tipsv2")
     assert values["depth units"] == "metres (metric model)"

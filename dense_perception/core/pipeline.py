@@ -332,7 +332,8 @@ class DensePipeline:
             depth, k, grid = (*on_model_grid(model[0].plan, model[0].depth, model[0].valid,
                                              model[1]), "model")
         report = scaler.update(stamp, depth, k, products.plan, grid, reference, camera=camera,
-                               guessed=products.intrinsics_guessed, estimate=estimate)
+                               guessed=products.intrinsics_guessed, estimate=estimate,
+                               metric_model=self.spec.metric_depth)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)
             correction = None if estimate is None else estimate.correction

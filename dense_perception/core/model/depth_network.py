@@ -35,6 +35,7 @@ class DepthOptions:
     input_std: tuple[float, ...] = (1.0, 1.0, 1.0)
     depth_output: int = -1  # -1: the first output at the input's resolution
     depth_output_kind: str = "depth"
+    depth_output_unit: str = "relative"  # or "metres": a metric network
 
     def mean_std(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
         """(mean, std) in units of RGB/255, per the normalisation."""
@@ -144,8 +145,11 @@ def depth_model_spec(input_shapes: Sequence[Shape], output_shapes: Sequence[Shap
     inverse = options.depth_output_kind == "inverse_depth"
     names = list(output_names) if len(output_names) == len(output_shapes) else \
         [f"output_{i}" for i in range(len(output_shapes))]
-    meaning = ("inverse depth (1/x is relative depth)" if inverse else
-               "relative depth (larger = farther)") + ", scaled by relative_depth_scale"
+    metric = options.depth_output_unit == "metres"
+    unit = "metres" if metric else "relative depth"
+    meaning = (f"inverse depth (1/x is {unit})" if inverse else
+               f"{unit} (larger = farther)") + ("" if metric else
+                                                ", scaled by relative_depth_scale")
     outputs = tuple(OutputSpec(names[i], "depth" if i == index else UNUSED, tuple(shape),
                                meaning if i == index else "not used")
                     for i, shape in enumerate(output_shapes))
@@ -153,6 +157,6 @@ def depth_model_spec(input_shapes: Sequence[Shape], output_shapes: Sequence[Shap
     return ModelSpec(
         kind=DEPTH_TYPE, display_name="depth model", file_name="", input_shape=tuple(
             input_shapes[0]), scale=255.0, mean=mean, std=std, outputs=outputs,
-        metric_depth=False, layout=layout, inverse_depth=inverse,
+        metric_depth=metric, layout=layout, inverse_depth=inverse,
         source=f"a single-image depth network ({layout}, input {options.input_normalization}, "
-               f"output {index}: {options.depth_output_kind})")
+               f"output {index}: {options.depth_output_kind} in {options.depth_output_unit})")

@@ -33,6 +33,7 @@ import numpy as np
 from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
 from .estimators import Estimate, ground_plane_scale, reference_scale
+from .model_metres import with_model_metres
 from .scale_filter import ScaleFilter
 from ..settings.names import NODE, Syntax
 
@@ -45,10 +46,12 @@ RESTARTED = ("the camera's intrinsics changed (CameraInfo K, D, R, P, size, ROI 
 
 
 def scale_is_estimated(metric_depth: bool, source: str) -> bool:
-    """Whether a frame's scale is estimated (ground plane, reference depth): the one answer
-    for the node, the offline command and the pipeline. Metric models have no scale to find;
-    'none' and 'fixed' do not change per frame."""
-    return not metric_depth and source in ESTIMATED_SOURCES
+    """Whether a frame's scale is estimated (ground plane, reference depth, motion): the one
+    answer for the node, the offline command and the pipeline. 'none' and 'fixed' do not
+    change per frame. A metric model's metres (``metric_depth``) are checked and corrected by
+    an estimated source (:mod:`.model_metres`) the same way."""
+    del metric_depth  # the same answer: a metric model's metres are one more source
+    return source in ESTIMATED_SOURCES
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class ScaleConfig:
     max_age: float = 50.0             # s without a good estimate, then the scale expires; 0: never
     per_frame: bool = False           # unrelated photos: each its own estimate, no filter
     max_scale_error: float = 0.08     # metres only while 2 sigma of the scale is within this
+    metric_error: float = 0.1         # a metric network's own relative error (metric_depth_error)
 
     def problem(self, syntax: Syntax = NODE) -> str | None:
         """Why these settings cannot work together, or None (settings named in ``syntax``)."""
@@ -122,11 +126,16 @@ class ScaleReport:
     bounded_out: bool = False    # withheld: 2 sigma exceeds max_scale_error
     disagrees: bool = False      # this frame's estimate is beyond both errors from the scale
     clock_offset: float | None = None  # motion: the pose clock's offset measured (s)
+    metric_model: bool = False   # the model's own metres, checked and corrected by the source
 
     def units(self) -> str:
         """A short phrase for diagnostics and summaries."""
         if self.source == "model":
             return "metres (metric model)"
+        if self.metric_model:
+            return (f"metres (metric model, checked by {self.source})" if self.scale is not None
+                    else f"the metric model's metres, checked by {self.source}, are not sure "
+                    "enough (depth/image and points withheld)")
         if self.source == "fixed":
             return f"metres (asserted: relative_depth_scale = {self.scale:g} m per unit)"
         if self.source == "none":
@@ -239,7 +248,7 @@ class DepthScaler:
     def update(self, t: float, depth: np.ndarray, k: Intrinsics, plan: FitPlan,
                output_resolution: str, reference: np.ndarray | None = None, *,
                camera: Hashable | None = None, guessed: bool = False,
-               estimate: Estimate | None = None) -> ScaleReport:
+               estimate: Estimate | None = None, metric_model: bool = False) -> ScaleReport:
         """Estimate this frame's scale from ``depth`` (relative, on the published grid with
         intrinsics ``k``), filter it, and report the scale to use (None: not found yet).
 
@@ -249,7 +258,9 @@ class DepthScaler:
         guessed camera never mix with those of the real calibration (a floor seen through a
         60 deg guess of a 90 deg lens is 1.7x too near), nor those of a zoom or binning step.
         ``estimate``: this frame's estimate made elsewhere, for the source 'motion'
-        (``core.motion``: the camera's motion and the image motion).
+        (``core.motion``: the camera's motion and the image motion). ``metric_model``: the
+        depth is a metric network's metres, and the source checks them
+        (:func:`.model_metres.with_model_metres`).
         """
         config = self.config
         restarted = camera is not None and self._camera is not None and camera != self._camera
@@ -267,6 +278,9 @@ class DepthScaler:
         else:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
+        model_disagrees = False
+        if metric_model:
+            est, model_disagrees = with_model_metres(est, config.source, config.metric_error)
         if config.per_frame:
             too_unsure = "" if est.scale is None else error_bound_problem(est.sigma, config)
             bounded_out = bool(too_unsure)
@@ -275,7 +289,8 @@ class DepthScaler:
             self.last = ScaleReport(config.source, scale, scale is not None, est.scale,
                                     est.inlier_ratio, reason=reason, per_frame=True,
                                     guessed=guessed, sigma=est.sigma, estimate_sigma=est.sigma,
-                                    bounded_out=bounded_out)
+                                    bounded_out=bounded_out, disagrees=model_disagrees,
+                                    metric_model=metric_model)
             return self.last
         scale = self.filter.update(t, est.scale, est.sigma)
         good_t = self.filter.last_good_t
@@ -293,8 +308,8 @@ class DepthScaler:
             stale=age is not None and age > STALE_TIME_CONSTANTS * config.time_constant,
             expired=self.filter.expired, max_age_s=config.max_age, guessed=guessed,
             restarted=restarted, sigma=sigma, estimate_sigma=est.sigma,
-            bounded_out=bounded_out, disagrees=self.filter.disagrees,
-            clock_offset=est.clock_offset)
+            bounded_out=bounded_out, disagrees=self.filter.disagrees or model_disagrees,
+            clock_offset=est.clock_offset, metric_model=metric_model)
         return self.last
 
 

@@ -61,11 +61,15 @@ def model_kinds(*kinds: str) -> Rule:
 
 
 def relative_depth(*sources: str) -> Rule:
-    """A scale setting: read only for relative depth, with these depth_scale_source values."""
+    """A scale setting: read with these depth_scale_source values (no values: the source
+    itself). A metric model reads only the estimated sources' settings: they check its
+    metres."""
     def rule(settings: Settings, where: Where, syntax: Syntax) -> str | None:
-        if where.metric_depth:
-            return (": this model's depth is metric (the scale settings are for relative-depth "
-                    "models such as DA3)")
+        estimated = set(ESTIMATED_SOURCES)
+        if where.metric_depth and (set(sources).isdisjoint(estimated) if sources else
+                                   settings.depth_scale_source not in estimated):
+            return (": this model's depth is metric (only an estimated depth_scale_source, "
+                    f"{', '.join(ESTIMATED_SOURCES)}, acts on it: it checks its metres)")
         if sources and settings.depth_scale_source not in sources:
             return (f"with {syntax.phrase('depth_scale_source', settings.depth_scale_source)} "
                     f"(it is read by {' and '.join(sources)})")
@@ -160,6 +164,7 @@ SCOPE: dict[str, Rule] = {
         lambda s, x: f"with {x.phrase('input_normalization', s.input_normalization)} (it is "
                      f"read with {x.phrase('input_normalization', 'custom')})")),
     "depth_output": model_kinds("depth"), "depth_output_kind": model_kinds("depth"),
+    "depth_output_unit": model_kinds("depth"),
     "backend": always,
     "gpu_precision": _backends("gpu", "auto"),
     "gpu_timeout": _backends("gpu", "auto", "npu"),
@@ -175,6 +180,10 @@ SCOPE: dict[str, Rule] = {
     "depth_scale_time_constant": all_of(relative_depth(*ESTIMATED_SOURCES), FILTERED),
     "depth_scale_max_age": all_of(relative_depth(*ESTIMATED_SOURCES), FILTERED),
     "max_scale_error": relative_depth(*ESTIMATED_SOURCES),
+    "metric_depth_error": all_of(unless(
+        lambda s, w: not w.metric_depth,
+        lambda s, x: "on a relative-depth model (it is a metric network's own error)"),
+        relative_depth(*ESTIMATED_SOURCES)),
     "ground_max_tilt_deg": relative_depth("ground_plane"),
     "depth_scale_min_inliers": relative_depth(*ESTIMATED_SOURCES),
     "motion_scale_min_baseline": relative_depth("motion"),

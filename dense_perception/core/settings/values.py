@@ -21,6 +21,7 @@ SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth", "motion")
 # How a ``model_type: depth`` file reads its input and output (model/depth_network.py).
 NORMALIZATIONS = ("unit", "imagenet", "custom")
 DEPTH_OUTPUT_KINDS = ("depth", "inverse_depth")
+DEPTH_OUTPUT_UNITS = ("relative", "metres")  # a depth network's output: scale-free or metric
 
 # Inference backends (backends/): npu is LiteRT's vendor plugins (backends/npu_runner.py).
 BACKENDS = ("auto", "gpu", "cpu", "npu")
