@@ -37,8 +37,8 @@ from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.settings.table import Settings
-from tools.eval.real_scenes import (FRAMES, PYDNET, REAL_SCENES, SOURCES, available, depth_errors,
-                               floor_plane, oracle_scale, sparse_reference)
+from tools.eval.real_scenes import (FASTDEPTH, FRAMES, PYDNET, REAL_SCENES, SOURCES, available,
+                                    depth_errors, floor_plane, oracle_scale, sparse_reference)
 
 REFERENCE_SHARE = 0.01
 REFERENCE_SEED = 0
@@ -250,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         nets = networks(pipelines["none"]) if args.model.resolve() == PYDNET.resolve() else \
             {kind: pipelines["none"]}
         text = text.rstrip("\n") + "\n\n" + stretch_section(nets, args.out.parent)
+        from tools.eval.metric_network import metric_section  # FastDepth's own metres
+        if FASTDEPTH.is_file():
+            text = text.rstrip("\n") + "\n\n" + metric_section(pipelines["none"])
     print(f"eval-real: {len(frames)} frames in {time.monotonic() - started:.1f} s -> {args.out}",
           file=sys.stderr)
     args.out.write_text(text)

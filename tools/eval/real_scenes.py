@@ -19,6 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 REAL_SCENES = (ROOT.parent / "shared" / "real-scenes").resolve()
 PYDNET = REAL_SCENES / "models" / "pydnet_pp_448x640.tflite"
+# FastDepth (Wofk et al.), trained on NYU Depth v2: metric depth, NCHW 224x224, RGB / 255.
+FASTDEPTH = REAL_SCENES / "models" / "fastdepth" / "fastdepth_224_fp32.tflite"
 SOURCES = {
     "nyu": "NYU Depth v2 (Silberman et al., ECCV 2012), via the Metric3D repository's demo data",
     "tum": "TUM RGB-D benchmark (Sturm et al., IROS 2012, CC BY 4.0), via Open3D's test data",

@@ -20,11 +20,10 @@ import numpy as np
 from dense_perception.core.pipeline import DensePipeline
 from dense_perception.core.scale.metric_scale import ScaleConfig
 from tools.eval.pose_noise import odometry_like
-from tools.eval.real_scenes import REAL_SCENES
+from tools.eval.real_scenes import FASTDEPTH, REAL_SCENES
 from tools.eval.sequence import evaluate, read_sequence
 
 POSE_SEED = 0
-FASTDEPTH = REAL_SCENES / "models" / "fastdepth" / "fastdepth_224_fp32.tflite"
 
 
 def stretches() -> list[Path]:
@@ -162,8 +161,8 @@ def stretch_section(networks: dict[str, DensePipeline], pictures: Path | None) -
 
 
 def networks(base: DensePipeline) -> dict[str, DensePipeline]:
-    """PyD-Net++ (``base``) and FastDepth, both as relative networks through the motion
-    scale (FastDepth's own metres are not used here)."""
+    """PyD-Net++ (``base``) and FastDepth as relative networks through the motion scale, and
+    FastDepth declared metric, its own metres checked by the motion scale."""
     from dense_perception.core.pipeline import load_pipeline
     from dense_perception.core.settings.table import Settings
     nets = {"PyD-Net++": base}
@@ -173,4 +172,8 @@ def networks(base: DensePipeline) -> dict[str, DensePipeline]:
             input_normalization="unit"), log=lambda *_: None)
         nets["FastDepth"] = DensePipeline(fast.runner, fast.spec,
                                           replace(fast.config, depth_scale_source="none"))
+        from tools.eval.metric_network import metric_pipeline  # its own metres, checked
+        own = metric_pipeline()
+        nets["FastDepth, its own metres"] = DensePipeline(
+            own.runner, own.spec, replace(own.config, depth_scale_source="none"))
     return nets
