@@ -142,3 +142,30 @@ def test_the_models_readme_recipe_for_a_metric_network_runs_as_written(tmp_path,
         depth = np.load(out / "depth" / f"{frame.name}.npy")
         errors = depth_errors(frame.depth(), depth)
         assert abs(errors["scale_error"]) < 0.12, (frame.name, errors)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("off", [1.0, 1.5])
+def test_motion_corrects_a_metric_networks_metres_where_they_disagree_beyond_both_errors(off):
+    """The painted moving world: a metric network whose metres are ``off`` times the scene's
+    (a camera unlike its training) checked by the motion scale. Right, the scale stays 1 and
+    nothing disagrees; 1.5x too far, motion's measurement wins, the scale goes to 1 / 1.5 and
+    the report says the network was corrected."""
+    from support.moving_scene import K, path, render
+    from dense_perception.core.motion.motion_scale import MotionScale
+    from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
+    motion = MotionScale(min_baseline=0.1)
+    scaler = DepthScaler(ScaleConfig("motion", max_scale_error=1.0, metric_error=0.1))
+    reports = []
+    for i, pose in enumerate(path(40)):
+        grey, depth = render(pose)
+        network = (depth * off).astype(np.float32)
+        est = motion.estimate(i / 30, pose, network, K, grey)
+        reports.append(scaler.update(i / 30, network, K, None, "input", estimate=est,
+                                     metric_model=True))
+    last = reports[-1]
+    assert last.metric and last.scale == pytest.approx(1.0 / off, rel=0.05)
+    assert last.units() == "metres (metric model, checked by motion)"
+    corrected = [r for r in reports if "corrected by motion" in r.reason]
+    assert bool(corrected) == (off != 1.0)
+    assert all(r.disagrees for r in corrected)

@@ -278,8 +278,9 @@ class DepthScaler:
         else:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
-        model_disagrees = False
-        if metric_model:
+        model_disagrees, own_only = False, False
+        if metric_model:  # the network's own metres, where nothing measured them
+            own_only = est.scale is None or not est.sigma
             est, model_disagrees = with_model_metres(est, config.source, config.metric_error)
         if config.per_frame:
             too_unsure = "" if est.scale is None else error_bound_problem(est.sigma, config)
@@ -292,10 +293,12 @@ class DepthScaler:
                                     bounded_out=bounded_out, disagrees=model_disagrees,
                                     metric_model=metric_model)
             return self.last
-        scale = self.filter.update(t, est.scale, est.sigma)
+        scale = self.filter.update(t, None if own_only else est.scale, est.sigma)
         good_t = self.filter.last_good_t
         age = None if good_t is None else max(t - good_t, 0.0)
         sigma = self.filter.sigma
+        if own_only and (scale is None or sigma is None or sigma > config.metric_error):
+            scale, sigma = 1.0, config.metric_error  # no surer measurement held
         reason = est.reason or self.filter.note
         too_unsure = "" if scale is None else error_bound_problem(sigma, config)
         bounded_out = bool(too_unsure)
