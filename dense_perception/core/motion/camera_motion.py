@@ -30,13 +30,15 @@ class MotionConfig:
     min_baseline: float = 0.1           # motion_scale_min_baseline (m)
     scale_map: bool = True              # motion_scale_map
     max_translation: float = 0.5        # m between two frames: more is a jump
+    clock_offset: float = 0.0           # pose_clock_offset (s); 0 = measured from the flow
 
 
 def motion_config(settings: Any) -> MotionConfig:
     """The motion settings of a ``Settings``."""
     return MotionConfig(temporal_alignment=settings.temporal_alignment,
                         min_baseline=settings.motion_scale_min_baseline,
-                        scale_map=settings.motion_scale_map)
+                        scale_map=settings.motion_scale_map,
+                        clock_offset=settings.pose_clock_offset)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class CameraMotion:
 
     def __init__(self, config: MotionConfig = MotionConfig()) -> None:
         self.config = config
-        self.scale = MotionScale(config.min_baseline, config.scale_map)
+        self.scale = MotionScale(config.min_baseline, config.scale_map, config.clock_offset)
         self.temporal = TemporalAligner(config.max_translation)
         self._last: tuple[np.ndarray, np.ndarray, Intrinsics, object] | None = None  # +unit
         self.last: MotionReport | None = None

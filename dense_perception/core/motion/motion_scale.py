@@ -27,8 +27,9 @@ epipolar lines over the median parallax (pose and clock errors move the flow alo
 much as across them), and a floor (:data:`MIN_SIGMA`).
 
 The offset between the pose clock and the image clock is measured from the same flow
-(:mod:`.clock_offset`) and, once known, compensated: each pair's motion is taken from the poses
-at the image stamps plus the offset (``Estimate.clock_offset`` reports it).
+(:mod:`.clock_offset`), unless it is set by hand (``pose_clock_offset``), and, once known,
+compensated: each pair's motion is taken from the poses at the image stamps plus the offset
+(``Estimate.clock_offset`` reports it).
 
 A frame's estimate is the median of the last :data:`RECENT` pairs' within :data:`RECENT_S`
 (none from a single pair): robust to one pair on a weak texture.
@@ -90,9 +91,11 @@ def flow_image(grey: np.ndarray) -> np.ndarray:
 class MotionScale:
     """Per camera: the past frames (pose, small grey image) and the scale of each new frame."""
 
-    def __init__(self, min_baseline: float = 0.1, scale_map: bool = True) -> None:
+    def __init__(self, min_baseline: float = 0.1, scale_map: bool = True,
+                 clock_offset: float = 0.0) -> None:
         self.min_baseline = min_baseline
         self.scale_map = scale_map
+        self.fixed_offset = clock_offset or None  # set by hand: not measured
         self._past: deque[_Past] = deque(maxlen=MAX_HISTORY)
         self._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
         self.clock = ClockOffset()
@@ -159,7 +162,7 @@ class MotionScale:
                      stamps: list[float], poses: list[np.ndarray]) -> np.ndarray:
         """The pair's motion with the poses (the past frames', at ``stamps``) taken at the pose
         clock's offset, once known."""
-        offset = self.clock.offset
+        offset = self.fixed_offset or self.clock.offset
         if offset is None or abs(offset) < MIN_OFFSET_S:
             return b_to_a
         pose_b = pose_at(stamps, poses, times[0] + offset)
@@ -193,9 +196,10 @@ class MotionScale:
         ua = (ua[trusted] + 0.5) * zoom - 0.5
         va = (va[trusted] + 0.5) * zoom - 0.5
         started = time.perf_counter()
-        if times is not None:  # the pose clock's offset: measured, then compensated
+        if times is not None:  # the pose clock's offset: measured (unless set), compensated
             stamps, poses = [p.t for p in self._past], [p.pose for p in self._past]
-            self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k)
+            if self.fixed_offset is None:
+                self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k)
             b_to_a = self._compensated(b_to_a, times, stamps, poses)
         self.stage_ms["clock offset"] = 1000.0 * (time.perf_counter() - started)
         c1, d1, c2, d2, pz = epipolar_terms(ub, vb, ua, va, b_to_a, k, np.float32)
@@ -245,7 +249,8 @@ class MotionScale:
         sigma = pair_sigma(q, ub, vb, relative.shape, residual, parallax)
         sigma = math.hypot(sigma, depth_band_error(q, rel_trusted, rel))
         return Estimate(math.exp(level) / q_mid, ratio, int(len(q)), sigma=sigma,
-                        clock_offset=self.clock.offset, correction=correction)
+                        clock_offset=self.fixed_offset or self.clock.offset,
+                        correction=correction)
 
 
 def depth_band_error(q: np.ndarray, rel_trusted: np.ndarray, rel_view: np.ndarray) -> float:

@@ -188,6 +188,7 @@ SCOPE: dict[str, Rule] = {
     "depth_scale_min_inliers": relative_depth(*ESTIMATED_SOURCES),
     "motion_scale_min_baseline": relative_depth("motion"),
     "motion_scale_map": relative_depth("motion"),
+    "pose_clock_offset": relative_depth("motion"),
     "temporal_alignment": MOVING,
     "reference_depth_slop": relative_depth("reference_depth"),
     # max_depth with relative depth is refused outright (metric_scale.relative_output_problem)

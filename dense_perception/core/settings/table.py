@@ -124,6 +124,12 @@ class Settings(ModelSettings):
         "whose image motion gives a scale (the latest earlier frame this far away, within "
         "2 s, is the partner); shorter baselines give too little parallax to tell.",
         low=0.005, high=10.0, runtime=True, unit="m", offline="--motion-scale-min-baseline")
+    pose_clock_offset: float = setting(
+        0.0, "depth_scale_source motion: the pose clock's offset "
+        "(s) against the image clock, the poses taken at each image's stamp plus it; 0 = "
+        "measured from the image motion (diagnostics report it). Set it when it is known "
+        "(poses stamped 60 ms before the camera got there: -0.06).", low=-1.0, high=1.0, unit="s",
+        offline="--pose-clock-offset")
     motion_scale_map: bool = setting(True, "depth_scale_source motion: correct the depth over "
         "the view with the ratios the flow measured (a grid of the view and its depth bands), "
         "not only one scale.", offline="--motion-scale-map")
