@@ -58,7 +58,7 @@ def test_the_node_publishes_the_networks_own_metres_on_its_training_rooms(harnes
     source: metres on depth/image within 12 % of the measured depth's scale, AbsRel < 0.15
     (its README: 0.07-0.12 at its own crop; here the whole frame, stretched)."""
     pytest.importorskip("rclpy")
-    from test_real_model_node import frame_info
+    from support.real_info import frame_info
     from dense_perception.core.conversions import image_msg_to_array
     h = harness_factory({"model_path": str(FASTDEPTH), "model_type": "depth",
                          "depth_output_unit": "metres", "fit": "stretch",

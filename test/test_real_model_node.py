@@ -15,24 +15,14 @@ pytestmark = [pytest.mark.ros,
                                  "frames and PyD-Net++; see docs/accuracy.md)")]
 
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
-from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+
+from support.real_info import frame_info  # noqa: E402
 
 from dense_perception.core.conversions import image_msg_to_array  # noqa: E402
 from dense_perception.ros.messages import array_to_image  # noqa: E402
 
 OK = 0
-
-
-def frame_info(frame, width, height):
-    fx, fy, cx, cy = frame.k
-    info = CameraInfo()
-    info.width, info.height = width, height
-    info.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
-    info.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-    info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    info.distortion_model = "plumb_bob"
-    info.d = [0.0] * 5
-    return info
 
 
 def raw_millimetres(truth):
