@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """ament_python build of dense_perception; also an ordinary pip package (`pip install .`).
 
 The runtime dependencies (with their tested version ranges) live in requirements/runtime.txt, read here,

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """dense_perception: dense depth, normals and segmentation from a camera stream with LiteRT.
 
 The folders are the layers; each may use the ones below it, never the ones above (``core`` and

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Run dense_perception on a camera stream.
 
     ros2 launch dense_perception depth.launch.py image:=/camera/image_raw backend:=cpu

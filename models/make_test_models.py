@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Write tiny ``.tflite`` stand-ins for the real dense-perception models.
 
 Each model has the exact input/output signature of a real model but computes a

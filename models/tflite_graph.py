@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A minimal TFLite flatbuffer writer for the bundled stand-in models (make_test_models.py).
 
 It builds one subgraph with the TFLite schema object API shipped in ``ai-edge-litert``

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures (what is not a fixture is in the support package: support/common.py)."""
 
 import signal

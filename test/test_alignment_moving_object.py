@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The temporal alignment and a thing that moves by itself: a painted world from the shared
 7-Scenes frames (their measured depth, holes filled from the nearest measured pixel, painted
 for the TIPSv2 test model, whose depth is a known function of colour) seen along their

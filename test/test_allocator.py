@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """keep_freed_memory: after it, a frame-sized array comes from the heap (where freed blocks
 are kept for the next frame) instead of fresh mmap pages that the kernel zeroes on first touch;
 read from the process's own memory map, in a fresh interpreter each time."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offline command's arguments walk down the package and do not keep coming back:
 followed with tools/checks/argument_walk.py (every call of the package's functions that is
 handed the argparse namespace, the Settings, the ProcessOptions or the ModelSession), the

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``cpu_precision``: fp16 XNNPACK arithmetic agrees with fp32 where the CPU has native fp16.
 
 On aarch64 (``make test-arm64``: Debian 12 arm64 under qemu-user-static, whose CPU model has

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process BAG --odometry-topic``: each frame's camera pose from the bag's
 nav_msgs/Odometry and the camera's mounting from its /tf_static (or --camera-in-base), checked
 against poses written out by hand (support/motion_bags.py); bad odometry costs a frame its

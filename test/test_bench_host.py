@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """make bench-host's measurement (tools/bench/host.py) runs end to end: the node over DDS,
 started from a checkout the way ``--before`` starts older code, and its host figures are the
 sum of the node's own host stage means from /diagnostics."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """tools/bench/wire.py (make bench's wire rows) runs on the test models and its figures agree
 with the messages' own sizes: raw = H x W x channels x bytes, compressed = the payload."""
 

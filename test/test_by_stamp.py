@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """ByStamp (core/by_stamp.py), the ordered store under the CameraInfo history and the reference
 depth window, against a brute force over a plain dict: the same order, the same replacement of
 an equal stamp, and the same latest-before and nearest answers."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The one rule for which CameraInfo describes a frame (node and offline command alike)."""
 
 import threading

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``process --camera-info-yaml FILE``: a camera_calibration YAML, used for image folders and
 videos as a bag's CameraInfo is. The truth is OpenCV's (initUndistortRectifyMap for the
 rectified image) and the calibration written in each test; the model is the depth stand-in

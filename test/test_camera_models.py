@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Exact 3D from real cameras: scenes of known geometry filmed through each camera model.
 
 The frames are painted so that the test model's depth is the true Z along each pixel's ray

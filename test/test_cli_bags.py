@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offline ``dense-perception`` command on rosbag2 input and output (mcap and sqlite3) with
 real LiteRT and the test models.
 

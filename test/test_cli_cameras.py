@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` with several ``--topic`` values from one bag: one model, each
 camera's outputs in its own image topic's namespace, with its own headers and intrinsics (as
 the node's ``cameras`` parameter does)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offline ``dense-perception`` command's refusals: one line on stderr, exit status 2, no
 traceback; a bag damaged half way keeps what was done."""
 

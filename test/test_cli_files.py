@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offline ``dense-perception`` command on a video, an image folder and a single image, with
 real LiteRT and the test models (uniform colours whose outputs they give in closed form)."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception info`` on the test models, and the offline command's helpers: output
 namespaces, image message checks like the node's, and no ROS needed."""
 

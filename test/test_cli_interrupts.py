@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Ctrl-C during the offline ``dense-perception`` command: the bag it writes is closed and
 readable, a video run leaves its summary, a real SIGINT to the process does the same."""
 

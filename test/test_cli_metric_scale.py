@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Metric depth from DA3 in the offline ``process`` command: ground plane, a bag's reference depth
 topic, and relative depth never written as metres (files, bags, summary.json)."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process --poses``: a folder with a camera trajectory is a sequence (temporal
 alignment, ``--depth-scale-source motion``); bad trajectories are refused in one line; on the
 shared real 7-Scenes frames the motion scale gives metres that hold still."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process --poses`` on frames named by their stamps: they run in time order
 (the stamp's value, not its digits), each takes the trajectory's pose at its own stamp (never a
 line by its position), a trajectory on another clock or with a repeated stamp is refused in one

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The pose clock's offset against the image clock, measured from the flow and compensated:
 on the shared real 7-Scenes frames, a trajectory whose every pose is 60 ms late (the pose of
 t + 60 ms stamped t, as a late odometry stream gives them) is found to within 15 ms."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """`colcon build` of this package in a temporary workspace, and the installed layout it gives."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """image_transport's compressed formats (core.compressed), read back by decoders written from
 the formats' definitions (support/transport_decoders.py: compressed_depth_image_transport's
 ConfigHeader + PNG, compressed_image_transport's JPEG / PNG)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """DA3's confidence output (``depth/confidence``) and ``points_min_confidence``,
 through real LiteRT with the bundled test models: the DA3 confidence model's
 confidence is 1 + exp of the ImageNet-normalised blue (model_truth.da3_confidence_of), so a

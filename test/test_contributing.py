@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """CONTRIBUTING.md's recipes stay true to the code: the README links it, every file it names
 exists, every make target it names is in the Makefile, and every name it gives (a function, a
 class, a table, a constant) is still in the code."""

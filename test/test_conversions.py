@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Message layouts from numpy: the array must be what its encoding says (REP 118's 32FC1 is
 float32 metres; a float64 array written as 32FC1 would be read as twice as many wrong depths)."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """`make demo` end to end on one bundled model: the real node over DDS, files written."""
 
 import json

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Limits that keep an output honest: 16UC1 depth that 16 bits cannot hold is 0 (invalid),
 never clamped to 65.535 m, wherever a 16UC1 or png16 image is made; compressedDepth sends
 depth past q (q + 1) as invalid instead of a wrong distance, and a depth_max beyond it is

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """model_type depth: any single-image depth .tflite, read per its settings.
 
 The stand-in networks (models/make_test_models.py, written here at a test's size) compute

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The README and docs/ document every parameter and topic the node really has (no drift), the
 README stays one screen of orientation, and every link in them leads somewhere."""
 

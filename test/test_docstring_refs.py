@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Every Sphinx cross-reference in a docstring of the package or of tools/ (``:mod:``, ``:func:``,
 ``:class:``, ``:meth:``, ``:data:``, ``:attr:``, ``:exc:``) names something that exists, so a
 docstring cannot keep pointing at a module or function that moved or went.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make eval-real``'s tool on one real frame into a temporary file: the recipe docs/accuracy.md
 comes from runs, and its figures agree with the measured depth."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The stretch evaluation of ``make eval-real``: odometry-like poses from a true trajectory
 (against formulas written out here), and one shared stretch through the sequence tool's command
 line with them, as docs/accuracy.md's tables are made."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception export-da3``'s size rule and argument handling: no torch needed, they
 run everywhere (the export itself: test_export_da3_model.py, test_export_da3_graph.py)."""
 

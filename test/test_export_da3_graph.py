@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``export-da3``'s graph and inputs (torch environment; see support/export_env.py): the size
 rule is DA3's own resize, a Hugging Face checkpoint loads, the GPU-clean rewrites are exact,
 and ``python -m dense_perception.export`` writes a GPU-clean file end to end."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception export-da3``: DA3-Small re-exported at a camera's aspect, the whole path
 (torch environment; see support/export_env.py): signature, fidelity against the official
 PyTorch model, the node's pipeline running the file with ``fit: crop`` on a camera of that

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Fit plans: every mode x orientation x output resolution, pixel and intrinsics round trips."""
 
 import itertools

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` over many inputs in this process (no Ray): one output per input,
 identical message for message to processing each input alone; a damaged bag fails alone; the
 fleet summary lists every input; a second run skips what is finished, and only an output of

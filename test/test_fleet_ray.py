@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process --ray`` on a real local Ray cluster (2 CPUs): four small bags (MCAP
 and sqlite3), one damaged, give outputs identical message for message to processing each bag
 alone; the damaged one is reported and the others complete; a second run skips the finished

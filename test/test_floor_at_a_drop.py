@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The scale comes from the floor the robot stands on, never from a lower
 floor beyond an edge nor from a desk; where the robot's floor cannot be told, it is withheld
 with a reason.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The floor's scale does not depend on the grid the outputs are published on, and a plane
 slanted across a step or a drop is never taken for the floor.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The newest-wins slot of one camera and the timing helpers."""
 
 import threading

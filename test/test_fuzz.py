@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Fuzzed input over real DDS: 500+ malformed and unusual messages mixed with good ones.
 
 The node must stay alive, account for every message (processed or rejected, one by one),

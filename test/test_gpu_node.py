@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The GPU backend for real in the node (in-process, over real DDS): it publishes the closed-form
 outputs, names the adapter in its diagnostics and stays responsive while the GPU works.
 

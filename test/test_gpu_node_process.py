@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The GPU backend for real in the node as its own process: a killed node leaves no shared
 memory and no worker; a hung worker is restarted, and hung again the node exits 1 with one
 fatal line.

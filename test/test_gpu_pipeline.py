@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The GPU backend for real through the pipeline and the offline command: GPU outputs match
 XNNPACK's at least as well as the model cards' figures, and a hung GPU inference fails its
 input while the next input goes on.

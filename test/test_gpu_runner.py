@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The GPU backend for real through the runner: LiteRT's WebGPU accelerator (Dawn over Vulkan)
 against the test models' closed-form outputs, its adapter, the GIL left free during inference,
 and a hung or dead worker process replaced a bounded number of times.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The fast host path (what a GPU host waits on) against formulas written out here.
 
 Each rewrite either gives the same values as the plain numpy formula (argmax, the softmax

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The README's install recipes, run as a new user would, each in a fresh venv from a copy of the
 clone (`make test-install`; they install from PyPI, about a minute each):
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """config/*.yaml, config/dense_perception.rviz and the Foxglove layout against the node: every
 parameter with a valid value and a comment, the per-model values, the node key, the views."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """launch/depth.launch.py run: without launch_ros (pip-only ROS) its OpaqueFunction runs against
 small stand-ins for the launch classes it uses, so the parameters and remappings it builds are
 checked all the same; with launch_ros (a sourced ROS 2 with this package built) it also runs

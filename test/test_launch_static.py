@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """launch/depth.launch.py read statically (``ast``) against the package: its arguments, its
 default config and its node action agree with setup.py, package.xml and the node."""
 

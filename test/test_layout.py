@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The folders are the architecture: core/ and offline/ import without ROS and without torch,
 torch is imported only inside export/, and tools/ and test/ are not installed with the package."""
 
@@ -68,6 +70,23 @@ def test_ros_layer_is_the_only_one_importing_rclpy():
                  if "ros" not in p.relative_to(PACKAGE).parts
                  and _top_level_imports(p) & set(ROS_MODULES)]
     assert offenders == []
+
+
+def test_every_python_file_says_its_copyright_and_licence():
+    """The two lines ament_copyright and REUSE read, at the top (after a shebang) of every
+    tracked Python file: the package's, the tools', the tests' and the launch files'."""
+    import subprocess
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert len(tracked) > 100
+    missing = []
+    for name in tracked:
+        head = [line for line in (REPO / name).read_text().splitlines()[:3]
+                if not line.startswith("#!")][:2]
+        if not (head and head[0].startswith("# Copyright ") and
+                head[1:] == ["# SPDX-License-Identifier: Apache-2.0"]):
+            missing.append(name)
+    assert missing == []
 
 
 def test_no_module_is_over_400_lines():

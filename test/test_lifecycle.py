@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """use_lifecycle: the managed node's transitions, driven over DDS with the lifecycle services."""
 
 import gc

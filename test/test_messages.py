@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Message <-> array conversions (no cv_bridge): strides, validation, round trips."""
 
 import numpy as np

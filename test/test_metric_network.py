@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A generic network declared metric (``depth_output_unit: metres``): FastDepth, a real network
 trained on NYU Depth v2 (../shared/real-scenes/models/fastdepth), publishes its own metres in
 the node over DDS and through ``process``, checked against the measured depth of the shared

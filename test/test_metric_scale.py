@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The metric-scale estimators and filter (core, no ROS, no model) against known scenes."""
 
 import math

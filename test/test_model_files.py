@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Model files are checked before they run: dtypes and quantisation, dynamic sizes, the depth
 output's aspect, and what ``auto`` takes as evidence of DA3 or TIPSv2.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """release_file_pages: the model file's mapped pages leave the process's RSS once XNNPACK has
 packed the weights, and the model still computes its known function afterwards."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Model kinds are detected from a file's own signature; anything else fails with one message."""
 
 import pytest

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera's own motion in the ROS-free core: depth moved between views, TAE, the temporal
 alignment and the metric scale from moving, in a painted world whose depth and camera path are
 known exactly; TUM trajectories and their bad input."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """docs/odometry.md's table of bad input to motion says what the code does: each row's case is
 run here (ROS-free: the odometry buffer, the TUM reader, the trajectory's matching, the
 settings' rules) and what happened is compared with the row: its outcomes in bold (refused,

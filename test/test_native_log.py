@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Capturing native stderr and reading LiteRT's adapter line (no GPU needed)."""
 
 import os

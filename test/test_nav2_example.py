@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """docs/nav2.md's example against the node: every topic its YAML names is one the node (or the
 relay it gives) publishes, its QoS table is the node's real QoS over DDS, and what the semantic
 layer relies on holds (one stamp for labels, confidence and points; one point per label pixel,

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Real cameras through the node over real DDS: a raw barrel-distorted camera and image_proc's
 rectified output at 1280x720 with default parameters, checked against known geometry and against
 depth_image_proc's own back-projection of what the node publishes."""

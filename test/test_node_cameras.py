@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Several cameras, one model (``cameras``), over real DDS: each camera's outputs come under its
 prefix with its own stamps, frame_id and intrinsics, and the cameras share the model fairly
 (round robin), also when one camera publishes much faster than the other."""

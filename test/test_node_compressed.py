@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's compressed topics over real DDS, read back by decoders written from the formats'
 definitions (support/transport_decoders.py) and compared with the raw topics of the same frame;
 encoded only while subscribed; their bandwidth in /diagnostics."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """depth/confidence and points_min_confidence through the node, over real DDS."""
 
 import numpy as np

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node over real DDS under load and faults: newest frame wins, bad frames and failed
 inferences are skipped and the node lives on, a missing GPU is reported."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Through the node over DDS: at the top of a drop the node publishes metres
 from the floor the robot stands on, not from the lower floor beyond the edge.
 

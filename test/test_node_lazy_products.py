@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Nothing computed that nobody reads: over real DDS, each frame computes only the products
 whose topics have a subscriber (the pipeline's own record of what each frame produced, also in
 /diagnostics as 'products computed'), and the host figures are in /diagnostics."""

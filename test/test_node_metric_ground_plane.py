@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Metric depth from the relative DA3 test model through the node over real DDS: metres from
 the ground plane, never from a desk taken for the floor, and a held scale's expiry."""
 

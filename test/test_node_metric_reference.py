@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Metric depth from the relative DA3 test model through the node over real DDS: metres from a
 sparse, outlier-ridden reference depth (also on a slow model), a scale steady under noisy
 estimates that follows a scene change, and frames before their CameraInfo kept out."""

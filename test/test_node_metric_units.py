@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Depth units through the node over real DDS: relative depth is never published as metres
 (metre settings refused at start and at run time), a fixed scale is asserted, and a metric
 model ignores the scale source."""

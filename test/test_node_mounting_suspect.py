@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A wrong mounting names itself, over real DDS: an identity ``camera_in_base`` on a camera that
 looks forward gives the motion scale camera motion along the wrong axes, and the node's log
 says both why its first frame had no scale (too little baseline) and why the later ones have

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's motion input over real DDS: nav_msgs/Odometry on ``odometry`` and the camera's
 mounting (``camera_in_base``) give each frame its camera pose. Bad odometry (a gap, a stamp
 outside it, a quaternion that is not unit) costs the frame its motion, never the frame or the

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's odometry subscription over real DDS keeps what a publisher sends: it follows the
 publishers' reliability (reliable while none is best effort, so a reliable publisher's messages
 are all kept, as a best-effort subscription does not: a third were lost beside images), a

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's odometry against its images' timing, over real DDS: odometry slower than the
 camera (10 Hz against 30 Hz) or 200 ms late gives every frame the interpolated pose (the frame
 waits for the message after its stamp), odometry whose clock jumps back starts a new run, and

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node over real DDS: every output topic of each model, its header, values and diagnostics."""
 
 import json

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's parameters over real DDS: runtime changes apply, restart-only ones are read-only."""
 
 import numpy as np

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node over real DDS publishes segmentation/confidence (TIPSv2), only while subscribed."""
 
 import numpy as np

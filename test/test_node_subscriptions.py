@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node over real DDS: its camera subscription follows its listeners and the camera's QoS,
 and its publishers' QoS can be overridden."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node reaches core through a narrow entry: followed with tools/checks/node_walk.py (every
 call of the package's functions that is handed the node's ``Settings``, from
 ``Perception.__init__``), the settings visit at most nine modules and, with one camera, come

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The NPU backend (LiteRT's vendor plugins) for real, on OpenVINO's CPU device: runner, cache,
 the preload of OpenVINO's libraries, pipeline, offline command and node, against the test models'
 closed-form outputs and against XNNPACK.

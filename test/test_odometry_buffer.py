@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera's pose at an image stamp from odometry samples (core/motion/odometry.py), checked
 against poses written out by hand: a robot turning about its vertical axis while it drives, a
 camera mounted ahead of and above its base, looking forward (REP 103's optical frame)."""

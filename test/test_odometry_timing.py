@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """When odometry comes, against the image stamps (core/motion/odometry.py): a stamp past the
 newest sample never takes that sample's pose, a lookup waits a bounded time for the sample
 after its stamp and interpolates it, a sample that comes after the frame stopped waiting is

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` on a bag from a real camera: the bag's CameraInfo is used as the
 node uses it (raw distorted frames rectified; ``--input-rectified`` for image_rect topics)."""
 

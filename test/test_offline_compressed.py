@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process --compressed``: image_transport's compressed topics in the output
 bag, decoded by the formats' own decoders (support/transport_decoders.py) to the raw topics of
 the same bag; ``only`` keeps them instead of the raw images."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` writes DA3's confidence like its depth: a bag topic
 (``<namespace>/depth/confidence``, 32FC1) or ``depth_confidence/<stem>.npy``."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The files every ROS package has: the licence package.xml names, in full, and shipped with the
 package; a CHANGELOG.rst in the format catkin_generate_changelog writes and
 catkin_prepare_release reads, whose newest release is package.xml's version."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """package.xml, setup.py and the requirements files say what the code really imports.
 
 The imports are read from the source (ast), not from the manifests: every third-party module

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Every setting of the table, over real rclpy (the SetParameters service, called from a client
 node): each one the node takes at runtime changes what it says on the next frame (its outputs or
 its diagnostics), and each one it does not take is refused with a reason. The

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """End to end on real LiteRT and OpenCV: every output of both test models predicted analytically.
 
 The frames are smooth colour gradients, so resampling keeps them (nearly) exact and the value at

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Point clouds: vectorised back-projection equals a per-pixel loop; invalid depth handling."""
 
 import numpy as np

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """points_voxel_size: one point per occupied cube, the nearest to the camera, checked against a
 plain per-point loop over the cubes; no obstacle lost; through the pipeline, fewer points and
 bytes with every kept point a point of the full cloud."""

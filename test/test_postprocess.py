@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Post-processing: depth units and views, normals, labels and the ADE20K data files."""
 
 import numpy as np

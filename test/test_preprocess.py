@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Preprocessing equals the model cards' reference formula, for every pixel format."""
 
 import numpy as np

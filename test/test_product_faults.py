@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """An added product (core/product_table.py's ``register``) whose value is wrong on a frame (not
 its encoding's element type, not on the published grid) or whose compute step raises is left
 out of that frame with one line naming it and why, in ``process`` (stderr, once; summary.json

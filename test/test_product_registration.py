@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A row added while running (core/product_table.py's ``register``) is refused in one line when
 it cannot work: a topic that is another row's once its slashes are normalised, a name ROS does
 not take, an encoding that neither sensor_msgs nor the writers know, a file form that would

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A product is declared once, in the products table (core/product_table.py): a row added while
 running, with its compute step, is published by the node over DDS and written by ``process``
 with no other code; and every built-in row's topic and message type are in docs/topics.md."""

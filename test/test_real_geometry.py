@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Real geometry: measured RGB-D frames (NYU Depth v2, TUM RGB-D; ../shared/real-scenes) through
 the project's point clouds and the ground-plane scale, against truths written out here.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A real trained network on real frames: PyD-Net++ (``model_type: depth``) through the project's
 pipeline on NYU Depth v2 and TUM RGB-D frames (../shared/real-scenes), its depth put in metres by
 the ground plane and by a sparse reference, against the measured depth.

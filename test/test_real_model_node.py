@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """PyD-Net++ (``model_type: depth``) in the node over DDS on real frames: the RGB image, a
 CameraInfo with the frame's intrinsics and a reference depth in (NYU: 1 % of the measured pixels,
 32FC1, LiDAR-like; TUM: the raw Kinect depth as a depth camera publishes it, 16UC1 millimetres

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's motion from odometry on real frames, over real DDS, played in real time: the shared
 7-Scenes frames 0-299 (30 Hz, 10 s) through PyD-Net++ with ``depth_scale_source: motion``, the
 trajectory given as a robot's odometry (the camera mounted looking forward, ``camera_in_base``)

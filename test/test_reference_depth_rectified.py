@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A reference depth (LiDAR, ToF) registered to the RAW image, for a raw image the pipeline
 rectifies: its pixels must go through the same undistortion, R and P as the
 image before the metric / relative ratios are taken.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Code, tests and docs read as reference: no dates, no "last run", no issue numbers and no
 "the issue's ..." (a tracker the reader may not have). History goes in CHANGELOG.rst; an
 upstream bug is linked by its URL."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Reference depths kept by time, bounded in count and bytes (the node's reference_depth)."""
 
 import pytest

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The distro-dependent pieces (dense_perception/ros/compat.py) over real DDS, on whichever ROS 2
 the venv has: Kilted in .venv (make test), Jazzy in .venv-jazzy (make test-jazzy)."""
 

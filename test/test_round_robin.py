@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """NewestSlots with several cameras: one newest-wins slot per camera, taken in turn."""
 
 from dense_perception.core.scheduling.newest_slots import NewestSlots

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The LiteRT runner on real LiteRT: backends, in-place I/O, errors. Runs on x86_64 and, in
 ``make test-arm64``, on aarch64 (ai-edge-litert 2.x)."""
 

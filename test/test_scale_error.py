@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Every estimated scale carries its error: the motion scale's from its own pixels (regions and
 depth bands of the view, the epipolar residual), the filter's from its estimates and the time
 since; metres are published only within ``max_scale_error``. Checked in the painted world,

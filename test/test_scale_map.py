@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The scale map from motion: a network bent by a known shape error (a power law, a tilt across
 the view) is corrected over the view, so the published depth beats the network's own depth at
 its best single scale; a correction never crosses a depth edge."""

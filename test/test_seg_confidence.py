@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """segmentation/confidence: the top class's softmax probability x 255, checked against a softmax
 written out here and against the TIPSv2 test model's known logits (model_truth), through the
 pipeline and the offline command."""

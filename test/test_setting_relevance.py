@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One rule for "this setting does nothing here" (core/settings/relevance.py), walked over the
 whole settings table; ``dense-perception process`` refuses such a flag with exit 2 and one line
 naming it; the shipped configs give their own model no ignored setting. (The node at start and

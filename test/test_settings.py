@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One settings table for the node and ``dense-perception process``: the same
 defaults, ranges and configuration, and the same output for the same input."""
 

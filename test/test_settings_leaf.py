@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The settings table is a leaf: importing it loads no inference backend, no LiteRT and no
 OpenCV, and ``make docs`` (tools/generate/gen_docs.py, which reads the table and the docstrings) runs
 where OpenCV cannot be imported at all."""

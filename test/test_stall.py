@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A stall looks like a stall: /diagnostics go WARN, then ERROR, when frames keep arriving but
 nothing is published for 5, then 20, frame times (a frame time counted as at least 0.2 s), on
 any backend; here the CPU (the GPU's hung worker: test_gpu_node_process.py)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The installed entry point: startup errors fail fast with one line; signals stop it promptly."""
 
 import signal

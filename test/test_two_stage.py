@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The two-stage overlap shared by the node (newest wins) and the offline command (ordered)."""
 
 import threading

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Keep freed memory for reuse, so that a frame's large arrays do not cost page faults.
 
 glibc serves allocations above its mmap threshold (128 KiB, rising to at most 32 MiB as it

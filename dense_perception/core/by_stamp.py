@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Items in stamp order, one per stamp: what the CameraInfo history
 (:mod:`.geometry.camera_info_choice`) and the reference depth window
 (:mod:`.scale.reference_window`) both keep. Each of them adds its own lock and its own rule for

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """image_transport's compressed wire formats, written from numpy products (ROS-free).
 
 The node and the offline command publish these beside the raw topics, so RViz, Foxglove and

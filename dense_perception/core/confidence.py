@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Which pixels are confident enough to become points (``points_min_confidence``).
 
 One parameter, two meanings, because the two models give two kinds of confidence:

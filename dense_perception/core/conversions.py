@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Message layouts <-> numpy, for any message library (ROS-free, duck-typed).
 
 Reading works on any object with the fields of sensor_msgs Image / CompressedImage /

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What travels through the pipeline: which products a frame asks for, the pipeline's settings,
 one frame's outputs after inference, and its finished products."""
 

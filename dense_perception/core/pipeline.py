@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One frame through the whole chain: fit, preprocess, infer, post-process, un-fit, point cloud.
 
 The node, the offline ``process`` command and the benchmark all call :class:`DensePipeline`, so

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Raw model outputs -> depth, normals and segmentation products, plus their colour views."""
 
 from __future__ import annotations

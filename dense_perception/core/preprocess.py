@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Turn a fitted 8-bit frame into the model's normalised float32 input (NCHW or NHWC), in place."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The products table: every output declared once, as a :class:`Product` row (its key, topic,
 message, image encoding, the files ``process`` writes, its ``--outputs`` group and so the model
 outputs that make it, the compressed form it is, and its compute step).

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the pipeline can produce, and how each product becomes a message (ROS-free).
 
 One table serves the node (publishers, ``publish_*`` switches), the offline command (bag

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Per-stage timing and event rates over a sliding window (feeds the diagnostics)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Names every part of the DA3 exporter shares: the command's name, the model's constants and
 the one error type the command prints as a single line."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """From torch module to LiteRT flatbuffer and back: litert-torch conversion, weight precision
 (fp16 cast, int8 dynamic range), atomic writes, and reading a file's signature, outputs and
 operator histogram with the LiteRT runtime. torch is imported only by the converting functions,

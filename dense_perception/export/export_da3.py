@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception export-da3``: DA3-Small as a LiteRT file at the camera's own aspect.
 
     dense-perception export-da3 (--checkpoint PATH_OR_DIR | --random-weights [--seed N])

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The fidelity report of ``export-da3``: LiteRT (fp32 and fp16 weights) and the rewritten
 graph against the official PyTorch model on a few fixed inputs, and the report's text."""
 

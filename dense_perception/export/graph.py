@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The exported graph: DA3-Small's one-view depth path rebuilt from the official modules with
 the card's rewrites (``DA3DepthExport``), and the official forward it is checked against
 (``OfficialDepth``)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The official DA3-Small (``depth-anything-3``, config ``da3-small``) and its checkpoint:
 build the network, draw test weights, load the published ``model.safetensors``."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The export rewrites of the model card, one function or module each: constants baked for the
 model size (position embeddings, RoPE tables, the DPT UV embedding) and the mobile-GPU rewrites
 (fused QKV split, LayerScale fold, ConvTranspose as zero-stuff + conv, align_corners=False)."""

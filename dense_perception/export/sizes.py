@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The model size rule of ``export-da3``: ``--size WxH``, ``--aspect W:H`` or a camera_info YAML,
 both sides multiples of the 14-pixel ViT patch, rounded as DA3's own ``upper_bound_resize``
 (long side 504 by default: DA3's ``process_res``). No torch needed."""

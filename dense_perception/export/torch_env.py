@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The torch environment of the exporter (``.venv-bench``: torch CPU, litert-torch,
 depth-anything-3): create it from the requirements files and run the exporter there when this
 interpreter lacks them. No torch needed."""

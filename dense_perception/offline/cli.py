@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception``: the node's pipeline over recorded data, with no ROS install needed.
 
     dense-perception process INPUT [INPUT ...] --model M [--out OUT] [options]

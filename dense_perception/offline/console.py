@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the ``dense-perception`` command says: its name, exit statuses, one-line errors and
 warnings that do not break a progress bar."""
 

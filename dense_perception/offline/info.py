@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception info``: what a model file is (each tensor's true dtype, quantisation and
 dynamic size; the model kind and what showed it) and how fast it runs here."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One camera of the node (``cameras``): its input subscriptions, its outputs under its prefix,
 its CameraInfo history, its metric-scale filter (DA3), its motion state (its pose from the
 node's odometry, the depth aligned over time) and its counters. The model and the two worker

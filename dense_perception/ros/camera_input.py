@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera subscriptions (``image`` or ``image/compressed``, and ``camera_info``).
 
 They exist only while the node is active and an output has a subscriber, so an idle node

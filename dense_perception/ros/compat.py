@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What differs between the ROS 2 distributions the node runs on, in one place.
 
 Tested: Kilted (rclpy 9.1, ``make test``) and Jazzy (rclpy 7.1, ``make test-jazzy``); kept to

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's health as a diagnostic_msgs/DiagnosticArray (per-stage timing, rates, drops)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The managed (lifecycle) node, for ``use_lifecycle:=true`` and Navigation2-style bringup.
 
 unconfigured --configure--> inactive: the model is loaded, publishers and diagnostics exist,

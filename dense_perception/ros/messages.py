@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """rclpy messages from numpy products (no cv_bridge, no sensor_msgs_py).
 
 The layouts live in :mod:`dense_perception.core.conversions` (ROS-free, also used to read messages);

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The ROS 2 node: camera topics in; depth, normals, segmentation, points and diagnostics out.
 
 ``dense_perception_node`` starts :class:`DensePerceptionNode` (configured and active at once),

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The robot's motion in: ``nav_msgs/Odometry`` on the relative topic ``odometry`` (REP 105:
 ``odom`` -> the odometry's ``child_frame_id``, e.g. ``base_link``), and each camera's mounting on
 the robot (that base frame -> the image's ``header.frame_id``, the camera's optical frame).

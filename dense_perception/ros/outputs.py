@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's output publishers: which exist, who listens, and publishing a frame's products."""
 
 from __future__ import annotations

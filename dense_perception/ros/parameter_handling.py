@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The parameter side both node classes share (the plain node and the lifecycle node): the
 parameters declared once, each change validated on set and applied after it."""
 

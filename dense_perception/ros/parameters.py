@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Declaring and checking the node's parameters (the table: ``core/settings/table.py``); the
 node's glue between ROS parameters and the typed :class:`Settings`.
 

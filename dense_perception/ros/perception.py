@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the node holds while it is configured: the loaded model, the two worker stages, the
 camera input, the output publishers and the diagnostics. Shared by the plain node and the
 lifecycle node (``node.py``, ``lifecycle.py``), which only decide when to make, activate,

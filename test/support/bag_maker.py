@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Test bags and their known outputs, for the offline command's tests (test_cli_*, test_fleet).
 
 Bags (MCAP and sqlite3) are written with ``rosbags`` and hold real sensor_msgs/Image,

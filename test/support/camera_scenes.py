@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Scenes of known geometry filmed through real camera models, for the camera-model tests.
 
 Everything here is written out independently of the package: the distortion formulas

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the tests share that is not a fixture: the repository's paths, the bundled test
 models, timeouts, and small helpers (the CLI in-process, the GPU probe). Imported normally:
 ``from support.common import REPO, TIPS_TEST_MODEL`` (pytest puts test/ on the path).

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the ``export`` tests of ``export-da3`` share: the torch environment's check, and the
 output names of an exported file in LiteRT's order.
 

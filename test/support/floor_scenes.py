@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Scenes of the robot's own floor: metric depth written out by ray-plane intersection.
 
 World frame: X right, Y forward (horizontal), Z up; the camera's optical centre at (0, 0, h),

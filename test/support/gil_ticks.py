@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Whether Python threads run while a runner infers: a 2 ms ticker thread beside the runs.
 
 A runner that keeps its model in a worker process waits on a pipe, which releases the GIL; an

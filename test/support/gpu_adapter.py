@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the GPU tests share: the Vulkan adapter LiteRT selects (or a skip saying why there is
 none), and a log sink that keeps their output quiet."""
 

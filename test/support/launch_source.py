@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The package's own facts and launch/depth.launch.py as read from their sources with ``ast``,
 for the launch and config tests: console scripts, the node's constants, the declared launch
 arguments and the keyword arguments of the launch file's calls."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for the node's metric-scale tests: DA3 as the default model, scenes sent with their
 CameraInfo (and reference depth), stamps and header matching.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Model files the loader must check before they run: quantised inputs and outputs, dynamic
 sizes, odd dtypes. Written with the TFLite schema (models/make_test_models.py's GraphBuilder),
 no TensorFlow. Each computes the stand-in depth law of make_test_models (2 + 0.5 r + 0.25 g +

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What the bundled test models output, written out from their definitions
 (models/make_test_models.py), and smooth frames whose resampling stays predictable: the
 independent truth for the pipeline and node tests."""

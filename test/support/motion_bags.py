@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Bags with a robot's motion, for the odometry tests: images (bag_maker's uniform colours),
 ``nav_msgs/Odometry`` of a robot driving along its x axis, and ``/tf_static`` with the camera's
 mounting as a robot's URDF gives it (``base_link`` -> ``camera_link`` -> ``cam_optical``).

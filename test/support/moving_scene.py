@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A painted world seen by a moving camera: a textured wall and floor, rendered exactly for any
 pose by ray-plane intersection, with the true depth of every pixel.
 

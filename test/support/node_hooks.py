@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for the node tests over DDS: diagnostic levels, header checks, a hooked runner."""
 
 import time

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node started as its own process on settings it must refuse: its exit code and log lines."""
 
 from __future__ import annotations

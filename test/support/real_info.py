@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A CameraInfo for one of the shared real frames (its measured intrinsics, no distortion)."""
 
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Runs the real node in-process over real DDS, with a client node that plays and records."""
 
 from __future__ import annotations

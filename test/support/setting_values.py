@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Another valid value of a setting of the table, for sweeps over every setting."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Decoders of image_transport's compressed formats, written from the formats' definitions (not
 from dense_perception's encoders): the independent truth for the compressed-topic tests.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Test videos for the offline command's tests: uniform colours (support/bag_maker.py's frames,
 whose outputs the test models give in closed form) written with OpenCV."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Processes seen through /proc (Linux): the GPU worker processes of a process, to hang one for
 real (SIGSTOP: as its parent sees it, a genuine hang) and to check that none is left behind."""
 

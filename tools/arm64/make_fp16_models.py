@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Models for the fp16-vs-fp32 agreement test of ``make test-arm64`` (run in ``.venv-bench``).
 
 Real architectures at tiny input sizes: emulated aarch64 XNNPACK (qemu TCG, fp16 in softfloat)

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make bench``'s accelerator rows: the GPU (WebGPU over Vulkan) and the NPU (LiteRT's
 OpenVINO plugin), each against XNNPACK on the CPU."""
 

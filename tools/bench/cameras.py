@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Several cameras, one model (``cameras``): memory and per-camera output rate.
 
 Memory of the node: one node with 1, 2, 3 cameras against that many separate nodes (RSS and

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """LiteRT CPU options side by side on one model: the Interpreter (what the runner uses for
 fp32), CompiledModel with default XNNPACK, with YNNPACK (``enable_ynnpack``), with the builtin
 kernels (``kernel_mode``), and - on CPUs with native fp16 - XNNPACK's fp16 arithmetic.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The DA3-Small export menu for CPUs: the card's graph at 896 beside DA3's own resolution (long
 side 504, ``export-da3``'s default), speed and fidelity side by side.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make bench-fleet``: throughput of ``dense-perception process --ray`` with 1 and 2 workers.
 
 The same set of bags (the sample scene, 640x480 rgb8 with CameraInfo, MCAP) is processed, with

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make bench``'s in-process rows on one frame: bare invoke (both LiteRT APIs), the model
 card's snippet and our pipeline side by side, rectification, the point cloud, the metric scale
 estimators, and model load in fresh processes."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The host path through the node over DDS: per 1280x720 frame, the node's own stage means from
 /diagnostics (everything but inference), with every output subscribed and with depth only.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Play a camera stream into a node process over DDS and measure what comes out.
 
 Used by the benchmark (``make bench``) and the soak test (``make soak``): the node runs as its

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Measuring, converting and checking a benchmark model: MACs and parameters in torch, the
 ``.tflite`` conversion with fp16 weights, and what the LiteRT interpreter says about the file
 (signature, XNNPACK coverage, invoke times, agreement with torch)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The torch graph of the TIPSv2-class benchmark model: a DINOv2-style ViT and three DPT heads,
 defined on first use so that importing this module needs no torch.
 

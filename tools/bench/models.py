@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark ``.tflite`` stand-ins with the architecture and compute of the real models.
 
 The real files (``da3_small_gpu_fp16.tflite`` and ``tipsv2_b14_dpt_fp16.tflite``, see the

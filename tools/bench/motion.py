@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera-motion stages per 504x280 frame (DA3-Small's published grid): the temporal
 alignment (forward warp with z-buffer, robust alignment, fusion), the TAE of the last two
 outputs, and the motion scale (two DIS flows at 320 px wide, the fit with its error, the pose

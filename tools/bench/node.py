@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make bench``'s node rows: the node as its own process over DDS under a 30 fps feed, against
 a bare invoke under the same feed."""
 

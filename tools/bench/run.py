@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make bench``: side-by-side speed figures on DA3-class and TIPSv2-class models.
 
 Every figure is measured in one run on this machine, with the same thread count, so the

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Soak / back-pressure run (``make soak``): 30 fps 1280x720 into a node whose model is slowed
 to about 1 s per inference, for 60 s. Prints and writes soak_out/soak.json.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Timing helpers of the benchmarks: the median of repeated calls, and several calls in
 interleaved rounds so that the machine's drift hits all alike."""
 

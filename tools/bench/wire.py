@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make bench`` (wire rows): what each output costs on a network link, raw against
 image_transport's compressed topic, per model and resolution: bytes per frame, the compression
 ratio and the encode ms (median), plus the cloud's points and bytes with ``points_voxel_size``.

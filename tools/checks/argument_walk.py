@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Follow the offline command's arguments through the package: which modules they
 visit, in call order, and how often they come back to one.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """GPU vs CPU through the whole pipeline, and bare GPU invoke: shared by ``make bench``
 (tools/bench/accelerators.py) and the device check (tools/checks/device_gpu_check.sh).
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Two figures of the node's camera input, for the README (not a test):
 
 * ``idle``: the node's CPU (utime + stime from /proc/<pid>/stat) over a window while a 30 fps

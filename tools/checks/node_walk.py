@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Follow the node's settings through the package: from ``Perception.__init__``, which modules
 the ``Settings`` visits, in call order, and how often it comes back to one.
 

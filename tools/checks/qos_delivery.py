@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Frames per second that DDS delivers from a 1280x720 camera publisher to a subscriber in another
 process, by the two sides' reliability (not a test; figures for the README's QoS notes).
 

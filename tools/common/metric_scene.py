@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Scenes with known metric depth, and frames that make the DA3 test model output depth / s.
 
 Used by the metric-scale tests and by ``make bench`` (the cost of the scale estimators).

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node as its own process: start it, watch its log, stop it with SIGINT (one copy, for the
 demo, the load generator, the measurements and the start-up/shutdown tests)."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Plain reference implementations, written as the formulas read, for the tests and the
 benchmark to compare the fast runtime code against (not installed with the package)."""
 

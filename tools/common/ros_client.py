@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The client side of every run against the node (demo, load generator, tests): a camera
 stand-in that plays frames, and the one decoding of the node's /diagnostics status."""
 

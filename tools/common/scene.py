@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The generated sample scene and its camera, shared by the demo, the benchmark and the soak."""
 
 from __future__ import annotations

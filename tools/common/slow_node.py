@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The real node with each inference padded to at least SECONDS (a slow model stand-in).
 
     python tools/common/slow_node.py SECONDS --ros-args -p model_path:=...

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make demo-picture``: the README's picture (docs/demo.png) from ``make demo``'s outputs.
 
 One row per demo model folder given (default: the TIPSv2 test model's, which has every

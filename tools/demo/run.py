@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end demo: run the real node on a sample scene and save everything it publishes.
 
 ``python -m tools.demo.run [--model PATH] [--out demo_out] [--frames 3]``

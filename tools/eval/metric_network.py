@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A metric network's own metres on the real frames: docs/accuracy.md's FastDepth section
 (``make eval-real``). FastDepth (trained on NYU Depth v2) runs with ``depth_output_unit:
 metres``, ``--fit stretch`` and no scale source on the NYU, TUM and 7-Scenes frames; each

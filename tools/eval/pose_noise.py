@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Odometry-like poses from a true trajectory, the way a robot has them: each pose late, each
 step a little long, and jitter that accumulates (``--pose-noise SEED`` of the sequence tools).
 

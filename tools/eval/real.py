@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Accuracy on real RGB-D frames: ``make eval-real`` writes docs/accuracy.md.
 
 Each frame of ``../shared/real-scenes`` (``tools.eval.real_scenes.FRAMES``) goes through the

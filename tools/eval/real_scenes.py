@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The real RGB-D frames and the real depth network of ``../shared/real-scenes`` (its README).
 
 What tests and ``tools/eval/real.py`` share: where the data is, each frame's intrinsics and depth

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Flicker and metres on a real RGB-D sequence with a camera trajectory: the sequence table of
 docs/accuracy.md (``make eval-real``), or your own sequence::
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The metric scale from motion on every shared 7-Scenes stretch, with true and odometry-like
 poses, on both real networks: docs/accuracy.md's stretch tables and pictures (``make eval-real``).
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Print this Python environment's pins for a constraints (lock) file, for `make lock`.
 
     .venv/bin/python tools/generate/freeze.py > requirements/constraints.txt

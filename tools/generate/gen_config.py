@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The node's parameter files, config/depth.yaml and config/tipsv2.yaml, written from the settings
 table (core/settings/table.py): every parameter, in the table's order, with its description as
 the comment above it and its default (or the file's own value) below.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``make docs``: write docs/parameters.md and the node's parameter files (config/depth.yaml,
 config/tipsv2.yaml) from the settings table (core/settings/table.py), and docs/layout.md from the
 modules' own docstrings.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``cpu_precision``: fp32 or fp16 arithmetic for XNNPACK on the CPU.
 
 XNNPACK computes in fp16 when asked to (``TFLITE_XNNPACK_DELEGATE_FLAG_FORCE_FP16``, passed

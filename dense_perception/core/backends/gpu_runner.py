@@ -1,7 +1,8 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The GPU backend: LiteRT's WebGPU accelerator (Dawn over Vulkan) in a worker process.
 
-The NPU backend and the CPU's fp16 path (:mod:`.cpu_precision`) use the same worker: their
-CompiledModel runs hold the GIL too.
+The NPU backend and the CPU's fp16 path (:mod:`.cpu_precision`) share the worker (GIL too).
 
 Why a process: ``CompiledModel.run_by_index`` only queues the GPU work, and the following
 ``TensorBuffer.read`` waits for the GPU *while holding Python's GIL* (measured: a Python thread

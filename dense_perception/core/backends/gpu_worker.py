@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The GPU worker process behind :class:`~.gpu_runner.GpuProcessRunner` (one model each).
 
 Protocol: one JSON request per line on stdin, one JSON reply per line on the original stdout

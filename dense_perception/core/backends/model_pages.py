@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Give back the model file's pages once XNNPACK has packed its weights.
 
 The Interpreter maps the .tflite file into memory; XNNPACK reads every weight from it once, to

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What native libraries (LiteRT, Dawn, the Vulkan driver) print on file descriptor 2.
 
 LiteRT reports which GPU adapter it selected, and why no GPU could be used, only on its native

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The NPU backend: a LiteRT vendor plugin (Intel OpenVINO, Qualcomm QNN) through CompiledModel.
 
 ai-edge-litert 2.3 ships compiler plugins (they turn the graph into the vendor's bytecode) and,

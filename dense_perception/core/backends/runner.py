@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """LiteRT model runner: GPU through ``CompiledModel``, CPU through the XNNPACK ``Interpreter``.
 
 Works with ai-edge-litert 2.x (x86_64 and aarch64 wheels, e.g. a Raspberry Pi 5) and detects

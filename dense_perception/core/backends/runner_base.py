@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The runner base types every backend shares: the ``Runner`` protocol, ``ModelLoadError``,
 the LiteRT version, and the two in-process LiteRT runners (``Interpreter`` on XNNPACK and
 ``CompiledModel``) that the CPU, GPU and NPU openers build on.

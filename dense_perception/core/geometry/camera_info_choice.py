@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Which CameraInfo describes a frame: one rule for the node and the offline command.
 
 The rule: the CameraInfo whose header stamp equals the image's, else the latest one stamped

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera a CameraInfo describes (REP 104): K, D, distortion model, R, P, binning and ROI.
 
 It answers two questions for the pipeline: which pinhole camera describes the image the model

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Letterbox-free fitting of a camera frame to a model's fixed input, and its inverse.
 
 A :class:`FitPlan` says which camera pixels feed the model: a centred crop rectangle (in camera

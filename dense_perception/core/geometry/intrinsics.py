@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Pinhole camera intrinsics, from a CameraInfo-like K or guessed from a field of view."""
 
 from __future__ import annotations

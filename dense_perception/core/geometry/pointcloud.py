@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Vectorised pinhole back-projection of a depth image into a packed point record array."""
 
 from __future__ import annotations

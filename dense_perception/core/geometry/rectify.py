@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Rectifying raw frames (D, R, P) on the way into the model: one ``cv2.remap`` per frame.
 
 Undistortion, the fit plan's crop and resize are all maps from an output pixel to a raw pixel,

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Any single-image depth network (``model_type: depth``): its spec, from the file and settings.
 
 DA3 and TIPSv2 are known by their signatures (:mod:`.specs`). Other monocular depth networks

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Which model a file is: DA3 and TIPSv2 by their signatures and what else the file shows
 (``model_type: auto``, :mod:`.evidence`), or the kind the settings force, ``depth``
 included (never chosen by ``auto``)."""

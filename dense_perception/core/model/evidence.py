@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What in a model file, beyond its shapes, shows that it is DA3 or TIPSv2 (``model_type: auto``).
 
 Shapes alone do not: any NCHW depth network at a multiple of 14 has DA3's shapes, and running

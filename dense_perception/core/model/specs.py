@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Model descriptions (loaded from ``data/models.json``) and detection from a file's signature."""
 
 from __future__ import annotations

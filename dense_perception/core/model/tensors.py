@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What a model file's input and output tensors hold, and how a runner turns them into float32.
 
 Checked once per file, at load, before anything runs, by every front end and every backend

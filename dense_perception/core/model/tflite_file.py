@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Read a .tflite file's signature and check its structure without handing it to LiteRT.
 
 LiteRT trusts the flatbuffer it is given: a truncated or corrupt file can crash the process

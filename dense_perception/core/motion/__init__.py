@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera's own motion: poses and trajectories, depth aligned over time, metres from moving.
 
 ROS-free; the node and ``dense-perception process`` call the same code.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One camera's motion state, kept across frames by its caller like its ``DepthScaler``: the
 motion scale (``depth_scale_source: motion``), the temporal alignment, and the TAE of its last
 two outputs. The pipeline calls it from ``finish`` (see the package docstring for the API)."""

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offset between the pose clock and the image clock, measured from the optical flow.
 
 A pose stream that is late (or early) against the images describes the camera at another

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``depth_scale_source: motion``: the metric scale that best explains the image motion, given the
 metric camera motion between two frames a baseline apart.
 

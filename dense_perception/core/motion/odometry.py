@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The camera's pose at an image's stamp, from odometry (``nav_msgs/Odometry``: ``odom`` ->
 ``base_link``, REP 105) and the camera's mounting on the robot (``base_link`` -> the camera's
 optical frame, REP 103). ROS-free: the node feeds it messages, ``process`` a bag's topic.

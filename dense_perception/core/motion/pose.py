@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Rigid camera poses: 4x4 camera-to-world matrices of the camera's optical frame (REP 103/105).
 
 A pose ``T_world_cam`` maps a point in the camera's optical frame (x right, y down, z forward,

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A scale map from motion: where the flow gives metric depth, the network's depth corrected over
 the view by a smooth field, not only one number.
 

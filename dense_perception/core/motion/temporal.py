@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Depth aligned over time: the previous output moved into the new view and fused with the new
 frame where the two agree.
 

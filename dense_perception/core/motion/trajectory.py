@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Camera trajectories in the TUM format, and which pose goes with which frame.
 
 A TUM file holds one pose a line, ``t tx ty tz qx qy qz qw`` (seconds, metres, a unit

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Depth moved from one view into another by a known rigid motion, and the flicker measure built
 on it (TAE).
 

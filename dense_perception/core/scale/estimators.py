@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One frame's metric scale for relative depth, from the floor the robot stands on or from a
 registered metric depth image (each an :class:`Estimate`, or none with the reason)."""
 

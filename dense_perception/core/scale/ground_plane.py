@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The floor in relative depth: sampling the lower view and a RANSAC for its level planes.
 
 DA3's relative depth x the camera rays is a point cloud right up to one factor, so the floor in

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Metric scale for relative depth (DA3, model_type depth): the sources, the temporal filter, and
 what a frame's scale is (its report, diagnostics and the run's tally).
 

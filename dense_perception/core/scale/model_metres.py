@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A metric network's own metres as one more scale source: its depth says the scale is 1 with a
 relative error (``metric_depth_error``), and an estimated source (motion, the floor, a
 reference) measures the factor its metres need. The two are fused by their errors before the

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Reference depth messages kept by stamp over a time window, bounded in count and bytes.
 
 The node's ``reference_depth`` source matches each image with the reference depth stamped

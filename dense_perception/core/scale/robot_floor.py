@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Which level plane is the floor the robot stands on: the one at the foot of the view.
 
 ``camera_height`` refers to the floor under the robot, so that is the plane to measure: neither

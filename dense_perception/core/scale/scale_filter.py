@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The temporal filter of the metric scale: robust, in log space, with a time constant and a
 maximum age."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A small pool of threads for the host work around inference (numpy and OpenCV release the
 GIL), so one frame's independent pieces use several cores.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Newest-wins hand-over between the subscription callbacks and the worker: one slot per source,
 taken in turn.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Two-stage overlap: stage one of frame N+1 (inference) runs while stage two of frame N
 (post-processing, publishing or writing) runs. One module for the live node and the offline
 command; they differ only in what happens when stage one is faster than the input or slower:

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """From the checked :class:`~.table.Settings` to the configuration of each part that
 uses them (pipeline, metric scale, backend, depth model, compressed topics, each camera of the
 node), and the rules between settings. The node and ``dense-perception process`` both go

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The model and backend rows of the settings table (:class:`ModelSettings`, the first fields of
 :class:`.table.Settings`): which network, how its input and output are read, and where it runs.
 Kept apart from the rest of the table only for size; the rules are the same (see

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """How a message names a setting: in the caller's own syntax, rendered where it is written.
 
 Core code (the checks in :mod:`.table`, :mod:`.derived`, :mod:`..model.depth_network` and

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Where each setting of the table acts: the one rule for "this setting does nothing here".
 
 Every row of the settings table (:data:`~.table.PARAMS`) has a rule in :data:`SCOPE`:

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One row of the settings table (:mod:`.table`): a setting's default, description,
 allowed values or range, unit, runtime or restart-only and offline flag, and its check."""
 

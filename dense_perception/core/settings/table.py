@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The settings table, as a typed object: every setting is a field of :class:`Settings` with its
 type, default, allowed values or range, runtime or restart-only, unit, description and the
 offline command's flag (its :class:`ParamSpec` row). ROS-free, and low in the package: it

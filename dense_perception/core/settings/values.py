@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The allowed values of the choice settings, the limits of a few ranges and their checks, and
 the GPU worker's default limits.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """One input of a many-input run: its summary row, its attempt folder, and ``run_one``, the
 function every worker calls (in this process or in a Ray actor).
 

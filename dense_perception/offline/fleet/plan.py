@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The plan of many inputs to one ``process`` command: a fleet's bags, one output each.
 
     dense-perception process 'bags/*.mcap' day2/run7 @more.txt --model M --out OUT [--ray]

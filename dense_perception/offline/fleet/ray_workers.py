@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``process --ray``: a fleet's inputs on Ray actors, each loading the model once.
 
 Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is given.

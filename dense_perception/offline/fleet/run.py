@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Many inputs run: :func:`run_fleet` takes the plan (:mod:`.plan`), skips what is complete,
 runs the rest one after another in this process or on Ray workers (:mod:`.ray_workers`), each
 through :func:`~.jobs.run_one`, and writes the fleet summary (:mod:`.tally`)."""

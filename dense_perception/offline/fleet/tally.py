@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The fleet summary: its totals over the inputs' rows, the row of an input whose result never
 came back, and ``fleet_summary.json`` and ``.csv`` written beside the outputs."""
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The cameras of a bag for ``dense-perception process``: one per ``--topic``, each with its own
 CameraInfo, output namespace and scaler, and the frames they give.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """ROS 2 bags in and out for the offline ``process`` command, with no ROS install needed.
 
 Everything goes through the maintained ``rosbags`` library: rosbag2 folders (MCAP or sqlite3)
@@ -5,8 +7,7 @@ and bare ``.mcap`` / ``.db3`` files are read with its ``Reader`` and written wit
 messages (de)serialised with its typestore, in the node's layouts (``conversions.py``).
 
 Output topics live in the namespace of the input image topic, with the node's names and types:
-``/camera/image_raw`` (or ``/camera/image_raw/compressed``) gives ``/camera/depth/image``,
-``/camera/depth/camera_info``, ``/camera/points``, ... (see :data:`OUTPUT_TOPICS`).
+``/camera/image_raw`` (or compressed) gives ``/camera/depth/image``, ... (:data:`OUTPUT_TOPICS`).
 """
 
 from __future__ import annotations

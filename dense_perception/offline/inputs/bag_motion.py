@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A bag's camera motion for ``dense-perception process --odometry-topic``: the robot's odometry
 (``nav_msgs/Odometry``) and each camera's mounting on the robot, as the node takes them.
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``process --camera-info-yaml FILE``: a calibration file as the CameraInfo a bag would give.
 
 The file is the YAML that ROS's camera_calibration writes and camera_info_manager reads

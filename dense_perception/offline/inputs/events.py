@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """What an input gives the frame loop (its frames, and the bag messages it copies through) and
 where the finished frames go (a folder of files or a new bag): the types the inputs and the
 loop (:mod:`dense_perception.offline.run.loop`) share.

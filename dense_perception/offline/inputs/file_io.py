@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """Image and video files in, result folders out, for the offline ``process`` command.
 
 Output folder layout (one file per frame and product, ``<stem>`` = the input file's stem or

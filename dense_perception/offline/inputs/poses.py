@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``--poses FILE``: a camera trajectory (TUM, camera-to-world of the optical frame) for a folder
 of images or a video, so that the frames are a sequence with known motion (temporal alignment,
 ``--depth-scale-source motion``). Bags carry their motion as odometry instead.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """A bag's reference depth topic (LiDAR projection, ToF, stereo), read in step with its images.
 
 A second reader walks the reference topic alongside the image topic, reading ahead only as far

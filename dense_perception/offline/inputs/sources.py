@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The inputs of ``dense-perception process``, one class per kind: a bag, a video, a folder of
 images or one image. Each opens itself (errors here leave nothing behind), yields the frame loop's
 events, says what it holds, and makes the output target that matches it (a bag for a bag, a

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` refuses a flag that would do nothing in this run (exit 2, one
 line naming the flag and why), by the settings table's one relevance rule
 (``core/settings/relevance.py``, shared with the node) and, for the command's own bag options,

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The options of ``dense-perception process`` that are the command's own, not the node's
 settings (those are a :class:`~dense_perception.core.settings.table.Settings`): what to read,
 where to write, which outputs, and how to run many inputs.

@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offline command's metric-scale options (DA3): the reference topic's flag, and a scaler
 per input.
 

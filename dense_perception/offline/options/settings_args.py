@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The offline command's flags for the node's settings, generated from the settings table.
 
 Each setting with an ``offline`` flag (:data:`dense_perception.core.settings.table.PARAMS`)

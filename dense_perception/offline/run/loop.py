@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """The frame loop of ``dense-perception process``: input events in, finished frames out.
 
 Every frame goes through :class:`DensePipeline` (``infer`` then ``finish``), the node's code

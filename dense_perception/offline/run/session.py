@@ -1,3 +1,5 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` on one input: open it, run the model over it, write its output.
 
 INPUT is an image file, a folder of images, a video (anything OpenCV reads) or a ROS 2 bag
