@@ -171,3 +171,19 @@ def test_motion_corrects_a_metric_networks_metres_where_they_disagree_beyond_bot
     corrected = [r for r in reports if "corrected by motion" in r.reason]
     assert bool(corrected) == (off != 1.0)
     assert all(r.disagrees for r in corrected)
+
+
+def test_a_network_steadily_off_on_this_camera_claims_that_error_not_its_training_one():
+    """Measurements that keep finding the network 15 % far (each with a 5 % error) widen its
+    error from 10 % towards sqrt(0.1^2 + log(1.15)^2 - 0.05^2): the fused estimate leans to
+    the measurements and claims an error that covers the gap."""
+    from dense_perception.core.scale.model_metres import ModelMetres
+    model = ModelMetres()
+    gap = math.log(1.15)
+    for _ in range(40):
+        fused, _ = model.fuse(Estimate(1 / 1.15, sigma=0.05), "motion", 0.1)
+    widened = math.sqrt(0.1 ** 2 + gap ** 2 - 0.05 ** 2)
+    assert model.error(0.1) == pytest.approx(widened, rel=1e-6)
+    w_net, w_meas = 1 / widened ** 2, 1 / 0.05 ** 2
+    assert fused.scale == pytest.approx(math.exp(-gap * w_meas / (w_net + w_meas)))
+    assert abs(math.log(fused.scale) + gap) <= 2 * fused.sigma + 0.01

@@ -35,7 +35,7 @@ import numpy as np
 from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
 from .estimators import Estimate, ground_plane_scale, reference_scale
-from .model_metres import with_model_metres
+from .model_metres import ModelMetres
 from .scale_filter import ScaleFilter
 from ..settings.names import NODE, Syntax
 
@@ -69,7 +69,7 @@ class ScaleConfig:
     max_age: float = 50.0             # s without a good estimate, then the scale expires; 0: never
     per_frame: bool = False           # unrelated photos: each its own estimate, no filter
     max_scale_error: float = 0.08     # metres only while 2 sigma of the scale is within this
-    metric_error: float = 0.1         # a metric network's own relative error (metric_depth_error)
+    metric_error: float = 0.15        # a metric network's own relative error (metric_depth_error)
 
     def problem(self, syntax: Syntax = NODE) -> str | None:
         """Why these settings cannot work together, or None (settings named in ``syntax``)."""
@@ -230,6 +230,7 @@ class DepthScaler:
             raise ValueError(problem)
         self.config = config
         self.filter = ScaleFilter(config.time_constant, config.max_age)
+        self.model = ModelMetres()  # a metric network's error as this camera finds it
         self.last: ScaleReport = ScaleReport(config.source, None, False,
                                              reason="no frame yet")
         self._camera: Hashable | None = None  # the camera the filter's estimates were made with
@@ -243,6 +244,7 @@ class DepthScaler:
         if config.source != self.config.source or \
                 config.camera_height != self.config.camera_height:
             self.filter.reset()
+            self.model.reset()
         self.filter.time_constant = config.time_constant
         self.filter.max_age = config.max_age
         self.config = config
@@ -270,6 +272,7 @@ class DepthScaler:
             self._camera = camera
         if restarted and not config.per_frame:
             self.filter.reset()
+            self.model.reset()
         if config.source == "ground_plane":
             est = ground_plane_scale(depth, k, config.camera_height, config.max_tilt_deg,
                                      config.min_inlier_ratio)
@@ -283,7 +286,7 @@ class DepthScaler:
         model_disagrees, own_only = False, False
         if metric_model:  # the network's own metres, where nothing measured them
             own_only = est.scale is None or not est.sigma
-            est, model_disagrees = with_model_metres(est, config.source, config.metric_error)
+            est, model_disagrees = self.model.fuse(est, config.source, config.metric_error)
         if config.per_frame:
             too_unsure = "" if est.scale is None else error_bound_problem(est.sigma, config)
             bounded_out = bool(too_unsure)
@@ -299,8 +302,9 @@ class DepthScaler:
         good_t = self.filter.last_good_t
         age = None if good_t is None else max(t - good_t, 0.0)
         sigma = self.filter.sigma
-        if own_only and (scale is None or sigma is None or sigma > config.metric_error):
-            scale, sigma = 1.0, config.metric_error  # no surer measurement held
+        own_error = self.model.error(config.metric_error)
+        if own_only and (scale is None or sigma is None or sigma > own_error):
+            scale, sigma = 1.0, own_error  # no surer measurement held
         reason = est.reason or self.filter.note
         too_unsure = "" if scale is None else error_bound_problem(sigma, config)
         bounded_out = bool(too_unsure)

@@ -4,7 +4,12 @@
 relative error (``metric_depth_error``), and an estimated source (motion, the floor, a
 reference) measures the factor its metres need. The two are fused by their errors before the
 scale filter; where they disagree beyond both errors the measurement wins (a metric network is
-right on the cameras and rooms it was trained on and off elsewhere), and the report says so."""
+right on the cameras and rooms it was trained on and off elsewhere), and the report says so.
+
+The network's error widens where it is out of its depth: :class:`ModelMetres` keeps, per
+camera, the mean square of the measurements' disagreement with the network beyond their own
+errors (over the last :data:`GAP_MEMORY` measurements), and adds it to the network's error. A
+network a steady 15 % off on this camera thus claims about 15 %, not its training error."""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import math
 from dataclasses import replace
 
 from .estimators import Estimate
+
+GAP_MEMORY = 30  # measurements: the disagreement's running mean (1/n at first)
 
 
 def with_model_metres(est: Estimate, source: str, model_error: float
@@ -31,3 +38,30 @@ def with_model_metres(est: Estimate, source: str, model_error: float
     weight = var_m / (var_m + var_e)  # of the measurement, against the network's 1
     return replace(est, scale=math.exp(weight * x),
                    sigma=math.sqrt(var_m * var_e / (var_m + var_e))), False
+
+
+class ModelMetres:
+    """Per camera: the network's error as this camera's measurements find it."""
+
+    def __init__(self) -> None:
+        self._gap2 = 0.0
+        self._count = 0
+
+    def reset(self) -> None:
+        """Forget the measurements (another camera, a new sequence)."""
+        self._gap2, self._count = 0.0, 0
+
+    def error(self, model_error: float) -> float:
+        """The network's relative error: ``model_error`` and the disagreement seen, in
+        quadrature."""
+        return math.sqrt(model_error ** 2 + self._gap2)
+
+    def fuse(self, est: Estimate, source: str, model_error: float) -> tuple[Estimate, bool]:
+        """:func:`with_model_metres` with the error widened by the measurements before this one;
+        then this measurement is remembered (its square log beyond its own variance)."""
+        fused = with_model_metres(est, source, self.error(model_error))
+        if est.scale is not None and est.sigma is not None and est.sigma > 0:
+            excess = max(math.log(est.scale) ** 2 - est.sigma ** 2, 0.0)
+            self._count = min(self._count + 1, GAP_MEMORY)
+            self._gap2 += (excess - self._gap2) / self._count
+        return fused

@@ -106,8 +106,9 @@ class Settings(ModelSettings):
         "bound (2 sigma) is within this fraction; else depth is withheld with the reason. 1 = "
         "no bound.", low=0.005, high=1.0, unit="fraction", offline="--max-scale-error")
     metric_depth_error: float = setting(
-        0.1, "A metric network's own relative error (1 sigma) on "
-        "the cameras and rooms it was trained on: with an estimated depth_scale_source its "
+        0.15, "A metric network's own relative error (1 sigma) "
+        "before a source has measured it (widened by what the source then finds): with an "
+        "estimated depth_scale_source its "
         "metres are one more estimate of the scale, fused with the source's by their errors; "
         "where the two disagree beyond both the source corrects them (diagnostics say so).",
         low=0.001, high=10.0, unit="fraction", offline="--metric-depth-error")
