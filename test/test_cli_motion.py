@@ -12,6 +12,7 @@ import pytest
 
 from support.common import DA3_TEST_MODEL
 from support.common import run_cli as run
+from support.seven_scenes import measured, published
 from tools.common.metric_scene import paint
 from tools.eval.real_scenes import PYDNET, REAL_SCENES
 from dense_perception.core.motion.pose import invert, quaternion_from_rotation
@@ -95,16 +96,6 @@ def test_a_folder_named_by_stamps_matches_the_trajectory_by_stamp(tmp_path, caps
     code, _, stderr = run(["process", folder, "--model", DA3_TEST_MODEL, "--out",
                            tmp_path / "out2", "--poses", traj], capsys)
     assert code == 2 and "has 2 poses but the input has 4 frames" in stderr
-
-
-def measured(i):
-    raw = cv2.imread(str(SEVEN / f"frame-{i:06d}.depth.png"), cv2.IMREAD_UNCHANGED)
-    return np.where(raw > 0, raw.astype(np.float32) / 1000, np.nan)
-
-
-def published(out):
-    return {int(p.name.split("-")[1].split(".")[0]): np.load(p)
-            for p in (out / "depth").glob("*.npy")}
 
 
 @real

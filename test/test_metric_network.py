@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from support.common import run_cli
+from support.seven_scenes import measured, published
 from tools.eval.real_scenes import FASTDEPTH, FRAMES, REAL_SCENES, depth_errors
 from dense_perception.core.scale.estimators import Estimate
 from dense_perception.core.scale.model_metres import with_model_metres
@@ -79,16 +80,6 @@ def test_the_node_publishes_the_networks_own_metres_on_its_training_rooms(harnes
     _, _, values = h.diagnostics(lambda d: d[2].get("frames processed") == str(len(NYU)),
                                  timeout=20)
     assert values["depth units"] == "metres (metric model)"
-
-
-def measured(i):
-    raw = cv2.imread(str(SEVEN / f"frame-{i:06d}.depth.png"), cv2.IMREAD_UNCHANGED)
-    return np.where(raw > 0, raw.astype(np.float32) / 1000, np.nan)
-
-
-def published(out):
-    return {int(p.name.split("-")[1].split(".")[0]): np.load(p)
-            for p in (out / "depth").glob("*.npy")}
 
 
 @real
