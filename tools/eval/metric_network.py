@@ -16,6 +16,7 @@ import numpy as np
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.settings.table import Settings
+from tools.eval.real import frame_intrinsics
 from tools.eval.real_scenes import FASTDEPTH, FRAMES, REAL_SCENES, depth_errors, oracle_scale
 from tools.eval.sequence import read_sequence
 
@@ -33,9 +34,9 @@ def _frames() -> list[tuple[str, np.ndarray, np.ndarray, Intrinsics]]:
     """(name, BGR image, measured depth, intrinsics) of the NYU, TUM and a few 7-Scenes frames."""
     out = []
     for frame in FRAMES:
-        rgb, fx_fy_cx_cy = frame.rgb(), frame.k
-        k = Intrinsics(*fx_fy_cx_cy, rgb.shape[1], rgb.shape[0])
-        out.append((frame.name, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), frame.depth(), k))
+        rgb = frame.rgb()
+        out.append((frame.name, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), frame.depth(),
+                    frame_intrinsics(frame, rgb.shape[1], rgb.shape[0])))
     if (SEVEN / "trajectory.tum").is_file():
         seq = read_sequence(SEVEN, SEVEN / "trajectory.tum", SEVEN / "camera.yaml")
         for i in (0, 50, 99):

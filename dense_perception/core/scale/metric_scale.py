@@ -35,7 +35,7 @@ import numpy as np
 from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
 from .estimators import Estimate, ground_plane_scale, reference_scale
-from .model_metres import ModelMetres
+from .model_metres import ModelMetres, measured
 from .scale_filter import ScaleFilter
 from ..settings.names import NODE, Syntax
 
@@ -285,7 +285,7 @@ class DepthScaler:
                                   config.min_inlier_ratio)
         model_disagrees, own_only = False, False
         if metric_model:  # the network's own metres, where nothing measured them
-            own_only = est.scale is None or not est.sigma
+            own_only = not measured(est)
             est, model_disagrees = self.model.fuse(est, config.source, config.metric_error)
         if config.per_frame:
             too_unsure = "" if est.scale is None else error_bound_problem(est.sigma, config)

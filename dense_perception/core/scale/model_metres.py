@@ -21,13 +21,18 @@ from .estimators import Estimate
 GAP_MEMORY = 30  # measurements: the disagreement's running mean (1/n at first)
 
 
+def measured(est: Estimate) -> bool:
+    """Whether ``est`` is a measurement with its error (else the network's metres stand)."""
+    return est.scale is not None and est.sigma is not None and est.sigma > 0
+
+
 def with_model_metres(est: Estimate, source: str, model_error: float
                       ) -> tuple[Estimate, bool]:
     """The frame's estimate of the factor a metric network's metres need: ``est`` (from
     ``source``) fused with the network's own claim (1, ``model_error``), and whether the two
     disagree beyond 3 standard errors of both (then ``est`` alone, with the reason). Without a
     measurement, or one without an error, the network's own metres stand."""
-    if est.scale is None or est.sigma is None or not est.sigma > 0:
+    if not measured(est):
         return replace(est, scale=1.0, sigma=model_error), False
     x, var_e, var_m = math.log(est.scale), est.sigma ** 2, model_error ** 2
     if x * x > 9.0 * (var_e + var_m):
@@ -48,7 +53,7 @@ class ModelMetres:
         self._count = 0
 
     def reset(self) -> None:
-        """Forget the measurements (another camera, a new sequence)."""
+        """Forget the measurements (another camera, or another source)."""
         self._gap2, self._count = 0.0, 0
 
     def error(self, model_error: float) -> float:
@@ -60,7 +65,7 @@ class ModelMetres:
         """:func:`with_model_metres` with the error widened by the measurements before this one;
         then this measurement is remembered (its square log beyond its own variance)."""
         fused = with_model_metres(est, source, self.error(model_error))
-        if est.scale is not None and est.sigma is not None and est.sigma > 0:
+        if measured(est):
             excess = max(math.log(est.scale) ** 2 - est.sigma ** 2, 0.0)
             self._count = min(self._count + 1, GAP_MEMORY)
             self._gap2 += (excess - self._gap2) / self._count

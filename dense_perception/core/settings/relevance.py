@@ -62,7 +62,7 @@ def model_kinds(*kinds: str) -> Rule:
     return rule
 
 
-def relative_depth(*sources: str) -> Rule:
+def scale_setting(*sources: str) -> Rule:
     """A scale setting: read with these depth_scale_source values (no values: the source
     itself). A metric model reads only the estimated sources' settings: they check its
     metres."""
@@ -134,7 +134,7 @@ CALIBRATED = unless(lambda s, w: w.input_kind not in (TOPIC, "bag") and not w.ca
 GUESSED = unless(lambda s, w: w.input_kind not in (TOPIC, "bag") and w.camera_info_file,
                  lambda s, x: "with a calibration file (--camera-info-yaml): no camera is "
                               "guessed")
-HEIGHT = all_of(relative_depth("ground_plane"), unless(
+HEIGHT = all_of(scale_setting("ground_plane"), unless(
     lambda s, w: per_camera_heights(s.camera_heights),
     lambda s, x: f"while camera_heights is set ({list(s.camera_heights)}): set camera_heights "
                  "(one height per camera, in the order of cameras) instead, or set "
@@ -145,7 +145,7 @@ def _heights(settings: Settings, where: Where, syntax: Syntax) -> str | None:
     """camera_heights: read by ground_plane; [] or [0.0] (camera_height for all) is unset."""
     if not per_camera_heights(settings.camera_heights):
         return None
-    return relative_depth("ground_plane")(settings, where, syntax)
+    return scale_setting("ground_plane")(settings, where, syntax)
 
 
 # An image or a folder of unrelated photos: each scaled alone (no filter, no hold).
@@ -176,23 +176,23 @@ SCOPE: dict[str, Rule] = {
     "npu_library_dir": _vendors("qualcomm", "auto"),
     "num_threads": _backends("cpu", "auto"), "cpu_precision": _backends("cpu", "auto"),
     "fit": always, "output_resolution": always,
-    "relative_depth_scale": relative_depth("fixed", "none"),
-    "depth_scale_source": relative_depth(),
+    "relative_depth_scale": scale_setting("fixed", "none"),
+    "depth_scale_source": scale_setting(),
     "camera_height": HEIGHT, "camera_heights": _heights,
-    "depth_scale_time_constant": all_of(relative_depth(*ESTIMATED_SOURCES), FILTERED),
-    "depth_scale_max_age": all_of(relative_depth(*ESTIMATED_SOURCES), FILTERED),
-    "max_scale_error": relative_depth(*ESTIMATED_SOURCES),
+    "depth_scale_time_constant": all_of(scale_setting(*ESTIMATED_SOURCES), FILTERED),
+    "depth_scale_max_age": all_of(scale_setting(*ESTIMATED_SOURCES), FILTERED),
+    "max_scale_error": scale_setting(*ESTIMATED_SOURCES),
     "metric_depth_error": all_of(unless(
         lambda s, w: not w.metric_depth,
         lambda s, x: "on a relative-depth model (it is a metric network's own error)"),
-        relative_depth(*ESTIMATED_SOURCES)),
-    "ground_max_tilt_deg": relative_depth("ground_plane"),
-    "depth_scale_min_inliers": relative_depth(*ESTIMATED_SOURCES),
-    "motion_scale_min_baseline": relative_depth("motion"),
-    "motion_scale_map": relative_depth("motion"),
-    "pose_clock_offset": relative_depth("motion"),
+        scale_setting(*ESTIMATED_SOURCES)),
+    "ground_max_tilt_deg": scale_setting("ground_plane"),
+    "depth_scale_min_inliers": scale_setting(*ESTIMATED_SOURCES),
+    "motion_scale_min_baseline": scale_setting("motion"),
+    "motion_scale_map": scale_setting("motion"),
+    "pose_clock_offset": scale_setting("motion"),
     "temporal_alignment": MOVING,
-    "reference_depth_slop": relative_depth("reference_depth"),
+    "reference_depth_slop": scale_setting("reference_depth"),
     # max_depth with relative depth is refused outright (metric_scale.relative_output_problem)
     "max_depth": POINTS,
     # a file without confidence: the pipeline's confidence_note (the file decides, not its kind)
