@@ -72,6 +72,37 @@ def test_a_trajectory_in_millimetres_is_refused_with_the_reason():
     assert any("are the poses in metres, not millimetres?" in r for r in reasons), reasons
 
 
+def motion_scales(unit: float, max_depth: float) -> list:
+    """The scaler's reports over the painted path walked slowly (one frame a second), its
+    poses' translation multiplied by ``unit`` (100: centimetres read as metres)."""
+    motion, scaler = MotionScale(min_baseline=0.1), DepthScaler(ScaleConfig(
+        "motion", max_scale_error=1.0, max_depth=max_depth))
+    reports = []
+    for i, pose in enumerate(path(12, step=0.05)):
+        grey, depth = render(pose)
+        scaled = pose.copy()
+        scaled[:3, 3] *= unit
+        relative = (depth / S).astype(np.float32)
+        est = motion.estimate(float(i), scaled, relative, K, grey)
+        reports.append(scaler.update(float(i), relative, K, None, "input", estimate=est))
+    return reports
+
+
+def test_poses_in_centimetres_put_the_view_past_max_depth_and_are_refused():
+    """Centimetres read as metres, walked slowly enough to pass the speed check, put the
+    painted room (2-5 m) about 100x too far: beyond max_depth (20 m) everywhere, so no scale
+    is taken, with the question that finds the cause; the same walk in metres is measured
+    right (within 5 %)."""
+    wrong = motion_scales(100.0, 20.0)
+    assert all(report.scale is None for report in wrong)
+    assert any("are the poses in metres?" in report.reason for report in wrong), \
+        [r.reason for r in wrong]
+    right = [r for r in motion_scales(1.0, 20.0) if r.scale is not None]
+    assert len(right) >= 5
+    for report in right:
+        assert abs(report.scale / S - 1) < 0.05
+
+
 def test_a_held_scale_expires_by_its_error_not_its_age():
     """Estimates of 2 % each for three seconds (errors shared within a second) make the scale
     surer than one; held, its variance grows

@@ -37,6 +37,7 @@ from ..geometry.intrinsics import Intrinsics
 from .estimators import Estimate, ground_plane_scale, reference_scale
 from .model_metres import ModelMetres, measured
 from .scale_filter import ScaleFilter
+from .unit_check import beyond_max_depth
 from ..settings.names import NODE, Syntax
 
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth", "motion")
@@ -70,6 +71,7 @@ class ScaleConfig:
     per_frame: bool = False           # unrelated photos: each its own estimate, no filter
     max_scale_error: float = 0.08     # metres only while 2 sigma of the scale is within this
     metric_error: float = 0.15        # a metric network's own relative error (metric_depth_error)
+    max_depth: float = 0.0            # metres; an estimate putting the view beyond it is refused
 
     def problem(self, syntax: Syntax = NODE) -> str | None:
         """Why these settings cannot work together, or None (settings named in ``syntax``)."""
@@ -283,6 +285,7 @@ class DepthScaler:
         else:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
+        est = beyond_max_depth(est, depth, config.source, config.max_depth)
         model_disagrees, own_only = False, False
         if metric_model:  # the network's own metres, where nothing measured them
             own_only = not measured(est)

@@ -37,7 +37,8 @@ SCALE_FIELDS = {"source": "depth_scale_source", "fixed_scale": "relative_depth_s
                 "camera_height": "camera_height", "time_constant": "depth_scale_time_constant",
                 "max_age": "depth_scale_max_age", "max_tilt_deg": "ground_max_tilt_deg",
                 "min_inlier_ratio": "depth_scale_min_inliers",
-                "max_scale_error": "max_scale_error", "metric_error": "metric_depth_error"}
+                "max_scale_error": "max_scale_error", "metric_error": "metric_depth_error",
+                "max_depth": "max_depth"}
 
 
 # ---- the configuration of each part ---------------------------------------------------------

@@ -104,6 +104,14 @@ def all_of(*rules: Rule) -> Rule:
     return rule
 
 
+def any_of(*rules: Rule) -> Rule:
+    """Acts where one of ``rules`` lets it (the first reason otherwise)."""
+    def rule(settings: Settings, where: Where, syntax: Syntax) -> str | None:
+        reasons = [rule(settings, where, syntax) for rule in rules]
+        return None if None in reasons else reasons[0]
+    return rule
+
+
 def _backends(*names: str) -> Rule:
     return unless(lambda s, w: s.backend not in names,
                   lambda s, x: f"with {x.phrase('backend', s.backend)} (it is read by "
@@ -194,7 +202,7 @@ SCOPE: dict[str, Rule] = {
     "temporal_alignment": MOVING,
     "reference_depth_slop": scale_setting("reference_depth"),
     # max_depth with relative depth is refused outright (metric_scale.relative_output_problem)
-    "max_depth": POINTS,
+    "max_depth": any_of(POINTS, scale_setting(*ESTIMATED_SOURCES)),
     # a file without confidence: the pipeline's confidence_note (the file decides, not its kind)
     "points_min_confidence": POINTS,
     "publish_depth": always, "publish_normals": always, "publish_segmentation": always,

@@ -148,7 +148,9 @@ class Settings(ModelSettings):
         runtime=True,
         unit="s", offline="--reference-depth-slop")
     max_depth: float = setting(
-        0.0, "Points farther than this (m) are dropped; 0 = no limit.",
+        0.0, "Points farther than this (m) are dropped; 0 = no limit. An estimated scale "
+        "that puts 90 % of the view beyond it is refused as a unit error (are the poses in "
+        "metres?).",
         low=0.0, high=1e6, runtime=True,
         unit="m", offline="--max-depth")
     points_min_confidence: float = setting(
