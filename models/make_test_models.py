@@ -211,17 +211,19 @@ DEPTH_BIAS = 2.0  # outputs stay > 0 for inputs in [-2, 2] (custom normalisation
 
 
 def build_depth_model(height: int, width: int, layout: str = "NHWC",
-                      coarse_first: bool = False) -> fb.ModelT:
+                      coarse_first: bool = False, output_name: str = "depth") -> fb.ModelT:
     """A single-image depth network stand-in (``model_type: depth``): one RGB input
     ([1,H,W,3] NHWC or [1,3,H,W] NCHW) and one plane at its resolution ([1,H,W,1] or
     [1,1,H,W]) = 2 + 0.5 x_r + 0.25 x_g + 0.125 x_b, the input as normalised by the caller.
     ``coarse_first``: a [1,H/2,W/2,1] output (the plane, bilinear, half-pixel centres) comes
-    first, as in multi-scale networks, so a default depth_output must skip it."""
+    first, as in multi-scale networks, so a default depth_output must skip it.
+    ``output_name``: the plane's tensor name (e.g. "inverse_depth" for a network whose
+    output is read as 1/depth)."""
     g = GraphBuilder()
     if layout == "NCHW":
         shape = (1, 3, height, width)
         image = g.tensor("image", shape)
-        depth = _channel_affine(g, image, shape, DEPTH_WEIGHTS, DEPTH_BIAS, "depth")
+        depth = _channel_affine(g, image, shape, DEPTH_WEIGHTS, DEPTH_BIAS, output_name)
     else:
         shape = (1, height, width, 3)
         image = g.tensor("image", shape)
@@ -230,7 +232,7 @@ def build_depth_model(height: int, width: int, layout: str = "NHWC",
         summed = g.reduce(fb.BuiltinOperator.SUM, scaled, [3], True, "depth/channel_sum",
                           (1, height, width, 1))
         depth = g.binary(fb.BuiltinOperator.ADD, summed,
-                         g.const("depth/bias", np.full((1, 1, 1, 1), DEPTH_BIAS)), "depth",
+                         g.const("depth/bias", np.full((1, 1, 1, 1), DEPTH_BIAS)), output_name,
                          (1, height, width, 1))
     outputs = [depth]
     if coarse_first:
@@ -247,9 +249,9 @@ def build_depth_model(height: int, width: int, layout: str = "NHWC",
 
 
 def write_depth_model(path: str | Path, height: int, width: int, layout: str = "NHWC",
-                      coarse_first: bool = False) -> Path:
+                      coarse_first: bool = False, output_name: str = "depth") -> Path:
     """Write :func:`build_depth_model` to ``path``."""
-    return _write(build_depth_model(height, width, layout, coarse_first), path)
+    return _write(build_depth_model(height, width, layout, coarse_first, output_name), path)
 
 
 def write_signature_model(

@@ -1,7 +1,7 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""Which model a file is: DA3 and TIPSv2 by their signatures and what else the file shows
-(``model_type: auto``, :mod:`.evidence`), or the kind the settings force, ``depth``
+"""Which model a file is: a kind of ``models.json`` by its signature and what else the file
+shows (``model_type: auto``, :mod:`.evidence`), or the kind the settings force, ``depth``
 included (never chosen by ``auto``)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Sequence
 
 from .depth_network import DepthOptions, depth_model_spec, depth_suggestion
 from .evidence import CARD_FILE, DA3_OTHER_SOURCE, ambiguity_hint, evidence_for
-from .specs import (DEPTH_TYPE, MODEL_SPECS, MODEL_TYPES, ModelSignatureError, ModelSpec,
-                    da3_variant, matches_signature, format_signature)
+from .specs import (DEPTH_TYPE, KINDS_PROBLEM, MODEL_SPECS, MODEL_TYPES, ModelSignatureError,
+                    ModelSpec, da3_variant, matches_signature, format_signature)
 from .tflite_file import TfliteSignature
 
 
@@ -31,8 +31,11 @@ def detect_model_spec(input_shapes: Sequence[Sequence[int]], output_shapes: Sequ
     (:mod:`.evidence`); the spec's ``evidence`` says what matched.
 
     Raises ModelSignatureError naming the file's signature and every supported one, or, under
-    ``auto``, for shapes that fit DA3 or TIPSv2 with nothing else in the file to show it.
+    ``auto``, for shapes that fit a kind with nothing else in the file to show it, or for a
+    ``models.json`` file of ``DENSE_PERCEPTION_MODELS`` that was refused (``KINDS_PROBLEM``).
     """
+    if KINDS_PROBLEM:
+        raise ModelSignatureError(KINDS_PROBLEM)
     ins = [tuple(int(d) for d in s) for s in input_shapes]
     outs = [tuple(int(d) for d in s) for s in output_shapes]
     if file is not None and not output_names:

@@ -1,18 +1,20 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""What in a model file, beyond its shapes, shows that it is DA3 or TIPSv2 (``model_type: auto``).
+"""What in a model file, beyond its shapes, shows which kind it is (``model_type: auto``).
 
 Shapes alone do not: any NCHW depth network at a multiple of 14 has DA3's shapes, and running
 one with DA3's normalisation, or an inverse-depth one as depth, is silently wrong. ``auto``
 claims a model only on one of these, and says which:
 
-* DA3: a depth and a confidence output at the input's size, named so (DA3's DualDPT pair, as
-  ``export-da3`` writes it); ``export-da3``'s report beside the file (``<file>.report.json``,
-  model ``da3-small``, the file's size); the card's file (``[1,3,896,504] -> [1,1,896,504]``,
-  FP16, 55 MB, 1460 operators); or the file's own description or metadata naming DA3 (the
-  bundled stand-ins).
-* TIPSv2: its three outputs together (depth, 3 normal planes, 150 ADE20K logits at 256x256),
-  which the card lists and no plain depth network has.
+* A kind's own ``evidence`` in its ``models.json`` entry (:class:`~.specs.EvidenceRule`,
+  checked by :func:`declared_evidence`): its output names, a tensor name, its description, or
+  a signature no plain depth network has (TIPSv2's three outputs together: depth, 3 normal
+  planes, 150 ADE20K logits at 256x256, which the card lists).
+* DA3, which comes in many sizes and files (its rule is code, here): a depth and a confidence
+  output at the input's size, named so (DA3's DualDPT pair, as ``export-da3`` writes it);
+  ``export-da3``'s report beside the file (``<file>.report.json``, model ``da3-small``, the
+  file's size); the card's file (``[1,3,896,504] -> [1,1,896,504]``, FP16, 55 MB, 1460
+  operators); or the file's own description or metadata naming DA3 (the bundled stand-ins).
 """
 
 from __future__ import annotations
@@ -39,11 +41,8 @@ _NAMES_DA3 = re.compile(r"\bDA3\b|depth[ _-]?anything[ _-]?(v?3|3)", re.IGNORECA
 def evidence_for(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: Sequence[Shape],
                  output_names: Sequence[str] = (), file: TfliteSignature | None = None) -> str:
     """What shows that a file whose shapes fit ``spec`` is that model ("" when nothing does)."""
-    if spec.kind == "tipsv2":
-        return ("its three outputs: depth, 3 normal planes and 150 ADE20K logits at 256x256, "
-                "as the TIPSv2 card lists them")
     if spec.kind != "da3":
-        return ""
+        return declared_evidence(spec, output_names, file)
     outs = [tuple(s) for s in output_shapes]
     if len(outs) == 2 and len(output_names) == 2 and \
             sum("conf" in n.lower() for n in output_names) == 1:
@@ -54,6 +53,36 @@ def evidence_for(spec: ModelSpec, input_shapes: Sequence[Shape], output_shapes: 
         return ""
     return (_export_report(file) or _card_file(file, input_shapes, outs)
             or _self_description(file))
+
+
+def declared_evidence(spec: ModelSpec, output_names: Sequence[str] = (),
+                      file: TfliteSignature | None = None) -> str:
+    """What of its ``models.json`` entry's ``evidence`` the file shows: every field given
+    must hold ("" when one does not, or the entry declares none)."""
+    rule = spec.evidence_rule
+    if rule is None:
+        return ""
+    found = [rule.signature] if rule.signature else []
+    if rule.output_names:
+        if tuple(output_names) != rule.output_names:
+            return ""
+        found.append("its output names (" + ", ".join(f"'{n}'" for n in output_names) + ")")
+    if rule.tensor_name:
+        names = list(output_names) + ([t.name for t in file.inputs + file.outputs] if file else [])
+        hit = next((n for n in names if rule.tensor_name.lower() in n.lower()), None)
+        if hit is None:
+            return ""
+        found.append(f"its tensor '{hit}'")
+    if rule.description:
+        texts = [("description", file.description)] + [("metadata", m) for m in file.metadata] \
+            if file else []
+        hit = next(((w, t) for w, t in texts if re.search(rule.description, t or "")), None)
+        if hit is None:
+            return ""
+        found.append(f"its {hit[0]} '{hit[1][:80]}'")
+    if found == [rule.signature]:
+        return rule.signature
+    return " and ".join(found) + f", as its models.json entry ('{spec.kind}') declares"
 
 
 def _export_report(file: TfliteSignature) -> str:
@@ -96,9 +125,12 @@ def _self_description(file: TfliteSignature) -> str:
 def ambiguity_hint(kind: str) -> str:
     """What a file whose shapes fit ``kind`` but that shows nothing more should do."""
     what = {"da3": "no depth+confidence pair named so, no export-da3 report beside it, not the "
-                   "card's 55 MB file, no description naming DA3"}.get(kind, "nothing else")
+                   "card's 55 MB file, no description naming DA3"}.get(
+        kind, "none of the evidence its models.json entry declares, if any")
     return (f"its shapes fit {kind} but nothing else in the file says it is ({what}), and a "
             "depth network of those shapes may be normalised differently or give inverse "
             "depth, so model_type 'auto' does not guess: run it with --model-type depth (node: "
             "model_type: depth) and declare its input_normalization and depth_output_kind, or "
-            f"set model_type to '{kind}' if it is {kind}")
+            f"set model_type to '{kind}' if it is {kind}"
+            + ("" if kind == "da3" else f" (or give {kind}'s models.json entry an 'evidence' "
+                                        "that such files show)"))

@@ -1,19 +1,46 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""Model descriptions (loaded from ``data/models.json``) and detection from a file's signature."""
+"""Model descriptions (loaded from ``data/models.json``) and detection from a file's signature.
+
+A model kind is described in one place, its entry in ``models.json``: the input (shape,
+``layout`` NCHW or NHWC, scale, mean, std), the outputs (each with the kind the pipeline reads;
+``inverse_depth`` is an output whose 1/x is depth), and what shows the kind in a file beyond its
+shapes (``evidence``, read by :mod:`.evidence` for ``model_type: auto``). Entries of further
+files named by ``DENSE_PERCEPTION_MODELS`` (paths separated by the OS's path separator) are
+added to the bundled ones; a file or entry that cannot describe a model is refused in one line
+when a model is loaded (:data:`KINDS_PROBLEM`).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Sequence
+from typing import Any, NoReturn, Sequence
 
 Shape = tuple[int, ...]
+
+MODELS_ENV = "DENSE_PERCEPTION_MODELS"  # further models.json files, os.pathsep between them
+LAYOUTS = {"NCHW": 1, "NHWC": 3}  # the input's layout and the index of its colour channels
+OUTPUT_KINDS = ("depth", "inverse_depth", "normals", "segmentation_logits", "depth_confidence",
+                "unused")
 
 
 class ModelSignatureError(ValueError):
     """The model file's inputs/outputs match no supported model."""
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    """What a ``models.json`` entry declares shows its kind in a file beyond its shapes; every
+    field given must hold (:func:`~.evidence.declared_evidence` checks them)."""
+
+    signature: str = ""  # the shapes alone show it, for this reason (no plain network has them)
+    output_names: tuple[str, ...] = ()  # the file's output names, exactly, in output order
+    tensor_name: str = ""  # text that an input or output tensor's name contains (any case)
+    description: str = ""  # a regular expression found in the file's description or metadata
 
 
 @dataclass(frozen=True)
@@ -43,6 +70,7 @@ class ModelSpec:
     layout: str = "NCHW"  # of the input: "NCHW" or "NHWC" (model_type depth)
     inverse_depth: bool = False  # the depth output is inverse depth (1/x is depth)
     evidence: str = ""  # what in the file showed it is this model (model_type auto), or why
+    evidence_rule: EvidenceRule | None = None  # what its models.json entry says shows it
 
     @property
     def input_height(self) -> int:
@@ -77,31 +105,122 @@ def format_signature(input_shapes: Sequence[Sequence[int]],
     return f"input {fmt(input_shapes)} -> outputs {fmt(output_shapes)}"
 
 
-def _load_specs() -> dict[str, ModelSpec]:
-    text = resources.files("dense_perception.core.model").joinpath("data/models.json").read_text()
+def _fail(where: str, kind: str, why: str) -> NoReturn:
+    raise ModelSignatureError(f"{where}: entry '{kind}' {why}")
+
+
+def _numbers(value: Any, count: int | None = None) -> bool:
+    return isinstance(value, list) and (count is None or len(value) == count) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+
+def _input(kind: str, inp: Any, where: str) -> tuple[Shape, str]:
+    """The entry's input shape and layout, checked against each other."""
+    if not isinstance(inp, dict) or not _numbers(inp.get("shape")):
+        _fail(where, kind, "needs an input with a shape")
+    layout, shape = inp.get("layout", "NCHW"), tuple(int(d) for d in inp["shape"])
+    if layout not in LAYOUTS:
+        _fail(where, kind, f"declares input layout '{layout}'; use NCHW or NHWC")
+    if len(shape) != 4 or shape[0] != 1 or shape[LAYOUTS[layout]] != 3 or min(shape) < 1:
+        want = "[1,3,H,W]" if layout == "NCHW" else "[1,H,W,3]"
+        _fail(where, kind, f"declares input layout {layout}, which needs shape {want} (3 "
+                           f"colour channels); its shape is [{','.join(map(str, shape))}]")
+    if not (_numbers(inp.get("mean"), 3) and _numbers(inp.get("std"), 3)
+            and all(v > 0 for v in inp["std"]) and _numbers([inp.get("scale")], 1)):
+        _fail(where, kind, "needs an input scale and 3 numbers each of mean and std (> 0)")
+    return shape, layout
+
+
+def _evidence_rule(kind: str, data: Any, where: str) -> EvidenceRule | None:
+    """The entry's ``evidence``: a dict of :class:`EvidenceRule`'s fields, or none."""
+    if data is None:
+        return None
+    fields = EvidenceRule.__dataclass_fields__
+    if not isinstance(data, dict) or not data or set(data) - set(fields):
+        _fail(where, kind, f"has evidence {json.dumps(data)}; give one or more of "
+                           f"{', '.join(fields)}")
+    names = data.get("output_names", [])
+    texts = [data.get(k, "") for k in fields if k != "output_names"]
+    if not isinstance(names, list) or not all(isinstance(t, str) for t in texts + names):
+        _fail(where, kind, "has evidence that is not text (output_names: a list of names)")
+    try:
+        re.compile(data.get("description", ""))
+    except re.error as exc:
+        _fail(where, kind, f"has an evidence description that is no regular expression ({exc})")
+    return EvidenceRule(**{**data, "output_names": tuple(names)})
+
+
+def _outputs(kind: str, outs: Any, where: str) -> tuple[tuple[OutputSpec, ...], bool]:
+    """The entry's outputs (an ``inverse_depth`` one read as depth) and whether it is inverse."""
+    if not isinstance(outs, list) or not outs or not all(
+            isinstance(o, dict) and _numbers(o.get("shape")) for o in outs):
+        _fail(where, kind, "needs outputs, each with a name, kind and shape")
+    kinds = [o.get("kind") for o in outs]
+    bad = [k for k in kinds if k not in OUTPUT_KINDS]
+    if bad:
+        _fail(where, kind, f"has an output of kind '{bad[0]}'; use one of "
+                           f"{', '.join(OUTPUT_KINDS)}")
+    if kinds.count("depth") + kinds.count("inverse_depth") > 1:
+        _fail(where, kind, "has more than one depth or inverse_depth output")
+    specs = tuple(OutputSpec(str(o.get("name", f"output_{i}")),
+                             "depth" if o["kind"] == "inverse_depth" else o["kind"],
+                             tuple(int(d) for d in o["shape"]), str(o.get("description", "")))
+                  for i, o in enumerate(outs))
+    return specs, "inverse_depth" in kinds
+
+
+def parse_kinds(text: str, where: str, taken: Sequence[str] = ()) -> dict[str, ModelSpec]:
+    """The model kinds of one ``models.json`` text (``where``: its name in messages); a kind
+    named in ``taken`` (or ``auto``, ``depth``) is refused. ModelSignatureError, one line, for
+    an entry that cannot describe a model."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ModelSignatureError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ModelSignatureError(f"{where}: not an object of model kinds")
     specs = {}
-    for kind, d in json.loads(text).items():
+    for kind, d in data.items():
+        if kind in ("auto", DEPTH_TYPE) or kind in taken:
+            _fail(where, kind, "names a model_type that exists already")
+        if not isinstance(d, dict) or not isinstance(d.get("display_name"), str):
+            _fail(where, kind, "needs a display_name")
+        shape, layout = _input(kind, d.get("input"), where)
+        outputs, inverse = _outputs(kind, d.get("outputs"), where)
         inp = d["input"]
         specs[kind] = ModelSpec(
-            kind=kind,
-            display_name=d["display_name"],
-            file_name=d["file_name"],
-            input_shape=tuple(inp["shape"]),
-            scale=float(inp["scale"]),
-            mean=tuple(inp["mean"]),
-            std=tuple(inp["std"]),
-            outputs=tuple(OutputSpec(o["name"], o["kind"], tuple(o["shape"]), o["description"])
-                          for o in d["outputs"]),
-            metric_depth=bool(d["metric_depth"]),
-            source=d["source"],
-        )
+            kind=kind, display_name=d["display_name"], file_name=str(d.get("file_name", "")),
+            input_shape=shape, scale=float(inp["scale"]),
+            mean=tuple(float(v) for v in inp["mean"]),  # type: ignore[arg-type]
+            std=tuple(float(v) for v in inp["std"]),  # type: ignore[arg-type]
+            outputs=outputs, metric_depth=bool(d.get("metric_depth", False)),
+            source=str(d.get("source", "")), layout=layout, inverse_depth=inverse,
+            evidence_rule=_evidence_rule(kind, d.get("evidence"), where))
     return specs
 
 
-MODEL_SPECS: dict[str, ModelSpec] = _load_specs()
+def _load_specs() -> tuple[dict[str, ModelSpec], str]:
+    """The bundled kinds and those of ``$DENSE_PERCEPTION_MODELS``'s files, and why those
+    files were left out ("" when they were not)."""
+    text = resources.files("dense_perception.core.model").joinpath("data/models.json").read_text()
+    specs = parse_kinds(text, "models.json")
+    extra: dict[str, ModelSpec] = {}
+    for path in filter(None, os.environ.get(MODELS_ENV, "").split(os.pathsep)):
+        try:
+            with open(path, encoding="utf-8") as f:
+                extra.update(parse_kinds(f.read(), f"{MODELS_ENV} file '{path}'",
+                                         tuple(specs) + tuple(extra)))
+        except OSError as exc:
+            return specs, f"{MODELS_ENV} file '{path}' cannot be read ({exc.strerror})"
+        except ModelSignatureError as exc:
+            return specs, str(exc)
+    return {**specs, **extra}, ""
+
+
 # "depth": any single-image relative depth network, described by settings (core.depth_model);
 # never chosen by "auto", which knows only the signatures of MODEL_SPECS.
 DEPTH_TYPE = "depth"
+MODEL_SPECS, KINDS_PROBLEM = _load_specs()  # KINDS_PROBLEM: why no model is loaded, or ""
 MODEL_TYPES = ("auto",) + tuple(MODEL_SPECS) + (DEPTH_TYPE,)
 
 
