@@ -8,7 +8,8 @@ output named ``inverse_depth``) computes out = 2 + 0.5 x_r + 0.25 x_g + 0.125 x_
 normalised input x, so the published depth is 1 / out, written out here. The entry goes into
 a copy of the package's ``models.json`` (a kind shipped with the package) or into a file of its
 own named by ``DENSE_PERCEPTION_MODELS`` (a kind kept outside it); each run is a fresh
-interpreter, as the kinds are read when the package is imported.
+interpreter, as the kinds are read when the package is imported: the pipeline, the offline
+command and the node over DDS.
 """
 
 from __future__ import annotations
@@ -163,3 +164,59 @@ def test_process_refuses_a_bad_entry_and_a_kind_without_evidence(maker, tmp_path
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert f"its shapes fit {KIND} but nothing else in the file says it is" in lines[0]
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(150)
+def test_the_node_publishes_the_new_kinds_depth(maker, tmp_path):
+    """The node as its own process, the kind in a file named by DENSE_PERCEPTION_MODELS:
+    depth/image over DDS is the formula's."""
+    pytest.importorskip("rclpy")
+    import threading
+    import time
+
+    import rclpy
+    from sensor_msgs.msg import Image
+
+    from dense_perception.core.conversions import image_msg_to_array
+    from tools.common.node_process import NodeProcess
+    from tools.common.ros_client import ScenePlayer
+    model = write_stand_in(maker, tmp_path / "midas_like.tflite")
+    env = add_kind("own_file", tmp_path, ENTRY)
+    node = NodeProcess(["-p", f"model_path:={model}", "-p", "backend:=cpu"], env=env).start()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    client = rclpy.create_node("model_kind_client", context=context)
+    got, cond = [], threading.Condition()
+
+    def on_depth(msg: Image) -> None:
+        with cond:
+            got.append(msg)
+            cond.notify_all()
+    client.create_subscription(Image, "depth/image", on_depth, 10)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(client)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    rgb = frame()
+    player = ScenePlayer(client, fps=5.0)
+    try:
+        deadline = time.monotonic() + 90
+        while player.image_pub.get_subscription_count() == 0:  # the node is up and listening
+            assert node.alive(), node.output_tail()
+            assert time.monotonic() < deadline, "the node did not subscribe to the camera"
+            time.sleep(0.05)
+        assert f"model: {ENTRY['display_name']}" in node.output(), node.output_tail()
+        player.start(rgb)
+        with cond:
+            assert cond.wait_for(lambda: got, 60), node.output_tail()
+            msg = got[0]
+    finally:
+        player.stop()
+        node.stop()
+        executor.shutdown(timeout_sec=1)
+        spinner.join(timeout=2)
+        client.destroy_node()
+        rclpy.shutdown(context=context)
+    assert msg.encoding == "32FC1"
+    np.testing.assert_allclose(image_msg_to_array(msg), truth(rgb), rtol=2e-5)
