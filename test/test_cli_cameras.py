@@ -165,3 +165,42 @@ def test_camera_info_topics_pair_with_topics_in_order(tmp_path, capsys):
                            "--camera-info-topic", "/front/camera_info",
                            "--out", tmp_path / "refused"], capsys)
     assert code == 2 and "give one per --topic, in the same order" in stderr
+
+
+def test_two_cameras_on_one_moving_robot_each_keep_their_own_motion_state(tmp_path, capsys):
+    """Two cameras of one robot driving sideways past a flat wall, each seeing another colour
+    (so another depth, 12 % apart: close enough to be blended were their streams mixed). Each
+    camera's depth, aligned over time with its own past, stays its own colour's closed form;
+    a motion state shared by the two would blend one camera's depth into the other's."""
+    from support.motion_bags import CAMERA_IN_BASE, ODOMETRY, header_at, odometry_msg
+    colours = {"front": (100, 100, 100), "rear": (130, 100, 100)}
+    times = [0.1 * i for i in range(6)]
+    path = tmp_path / "moving"
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        odo = w.add_connection("/odom", ODOMETRY, typestore=TS)
+        for i in range(13):  # sideways (base y) at 0.2 m/s, 20 Hz
+            t = 0.05 * i - 0.05
+            w.write(odo, int((STAMP0 + t) * 1e9) + 1, TS.serialize_cdr(
+                odometry_msg(t, 0.0, (0.0, 0.0, 0.0, 1.0), 0.2 * t), ODOMETRY))
+        for offset, (camera, colour) in enumerate(colours.items()):
+            img = w.add_connection(f"/{camera}/image_raw", bag_io.IMAGE, typestore=TS)
+            for t in times:
+                w.write(img, int((STAMP0 + t) * 1e9) + 2 + offset, TS.serialize_cdr(
+                    bag_io.array_to_image(frame_of(colour, 48, 48), "rgb8",
+                                          header_at(t, f"{camera}_optical")), bag_io.IMAGE))
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", path, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                           "--topic", "/front/image_raw", "--topic", "/rear/image_raw",
+                           "--odometry-topic", "/odom",
+                           "--camera-in-base", *map(str, CAMERA_IN_BASE * 2),
+                           "--outputs", "depth", "--output-resolution", "input",
+                           "--out", out], capsys)
+    assert code == 0, stderr
+    msgs, _ = read_bag(out)
+    for camera, colour in colours.items():
+        depths = [conversions.image_msg_to_array(m) for _, m in msgs[f"/{camera}/depth/image"]]
+        assert len(depths) == len(times)
+        for depth in depths:
+            valid = np.isfinite(depth)
+            assert valid.mean() > 0.9
+            np.testing.assert_allclose(depth[valid], tips_depth(colour), rtol=2e-3)

@@ -247,7 +247,7 @@ class DensePipeline:
                                              estimate, (raw, camera_k))
             if motion is not None:
                 with self.timer.stage("temporal"):
-                    motion.publish(stamp, pose, products)
+                    motion.align_products(stamp, pose, products)
             if request.depth_colored:
                 def colour_depth(depth: np.ndarray = products.depth) -> None:
                     products.depth_colored = post.colorize_depth(depth)

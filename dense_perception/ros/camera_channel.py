@@ -1,8 +1,8 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """One camera of the node (``cameras``): its input subscriptions, its outputs under its prefix,
-its CameraInfo history, its metric-scale filter (DA3), its motion state (its pose from the
-node's odometry, the depth aligned over time) and its counters. The model and the two worker
+its CameraInfo history, its track (``core.camera_track``: its metric-scale filter, its motion
+state and its reference depth window), its pose from the node's odometry and its counters. The model and the two worker
 stages are the node's and shared by every camera (``perception.Perception``).
 """
 
@@ -17,9 +17,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
-from ..core.motion.camera_motion import CameraMotion, motion_diagnostics
-from ..core.scale.metric_scale import (DepthScaler, fixed_scale_report, scale_diagnostics)
-from ..core.scale.reference_window import ReferenceWindow
+from ..core.camera_track import CameraTrack
+from ..core.motion.camera_motion import motion_diagnostics
+from ..core.scale.metric_scale import fixed_scale_report, scale_diagnostics
 from ..core.settings.derived import CameraSetup
 from ..core.settings.table import Settings
 from ..core.timing import RateMeter
@@ -51,19 +51,17 @@ class CameraChannel:
         name = setup.name
         self.name = name
         self.odometry = odometry
-        self.motion = CameraMotion(setup.motion)
+        # Its scale filter, motion state and reference depth window, kept across its frames.
+        self.track = CameraTrack(setup.track)
         self.pose_note = "-"  # why the last frame had no pose ("" when it had one)
         self.posed, self.unposed = 0, {}  # frames with a pose; without one, by kind of reason
         self.settings = settings
-        self.scaler = DepthScaler(setup.scale) if setup.scale is not None else None
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
-        # By time, not count: a slow model's frame still finds its reference (reference_window).
-        self.references: ReferenceWindow[Image] = ReferenceWindow(setup.reference_span)
         self.in_rate, self.out_rate = RateMeter(), RateMeter()
         self.stats = FrameStats()
         self.model_s = 0.0  # seconds of inference spent on this camera's frames (its share)
         self.outputs = Outputs(node, spec, settings, watch, prefix=name)
-        wants_reference = self.scaler is not None \
+        wants_reference = self.track.scaler is not None \
             and settings.depth_scale_source == "reference_depth"
         self.camera = CameraInput(
             node, compressed=settings.input_compressed, mode=settings.input_qos,
@@ -84,12 +82,7 @@ class CameraChannel:
     def configure(self, settings: Settings, setup: CameraSetup) -> None:
         """Runtime parameter changes (``setup``: this camera's configuration from them)."""
         self.settings = settings
-        self.references.span_s = setup.reference_span
-        if self.scaler is not None and setup.scale is not None:
-            self.scaler.configure(setup.scale)
-        # temporal_alignment and motion_scale_min_baseline (runtime), read at the next frame
-        self.motion.config = setup.motion
-        self.motion.scale.min_baseline = self.motion.config.min_baseline
+        self.track.configure(setup.track)  # read from the next frame on
 
     def close(self) -> None:
         self.camera.close()
@@ -99,23 +92,23 @@ class CameraChannel:
         self.camera_infos.add(stamp_ns(msg.header.stamp), msg)
 
     def _on_reference(self, msg: Image) -> None:
-        self.references.add(stamp_ns(msg.header.stamp), msg, len(msg.data))
+        self.track.references.add(stamp_ns(msg.header.stamp), msg, len(msg.data))
 
     def reference_near(self, stamp: int) -> tuple[Image | None, int]:
         """(the reference depth message nearest ``stamp`` (ns) within reference_depth_slop, or
         None; its distance in ns)."""
-        return self.references.nearest(stamp, int(self.settings.reference_depth_slop * 1e9))
+        return self.track.references.nearest(stamp, int(self.settings.reference_depth_slop * 1e9))
 
     def motion_inputs(self, header: Any, warn: Callable[..., None],
                       received: float | None = None,
                       generation: int | None = None) -> dict[str, Any]:
-        """``pose`` and ``motion`` for ``DensePipeline.finish``: this camera's pose at the
-        image ``header``'s stamp (None without one: the frame is processed as it is, and
-        ``warn(key, text, period)`` says why, throttled per kind of reason) and its motion
-        state. ``received`` (monotonic s) and ``generation``: when the frame came and the
-        odometry's generation then (:meth:`.odometry_input.OdometryInput.pose_at`: a frame
-        past the newest odometry waits for the next message until ``odometry_wait`` after
-        it came). Called on the worker that finishes frames, never the executor."""
+        """``pose`` for the track's finish
+        (:meth:`~dense_perception.core.camera_track.CameraTrack.finish`): this camera's pose
+        at the image ``header``'s stamp (None without one: the frame is processed as it is,
+        and ``warn(key, text, period)`` says why, throttled per kind of reason).
+        ``received`` (monotonic s) and ``generation``: when the frame came and the odometry's
+        generation then (:meth:`.odometry_input.OdometryInput.pose_at`: a frame past the
+        newest odometry waits for the next message until ``odometry_wait`` after it came). Called on the worker that finishes frames, never the executor."""
         found = self.odometry[0].pose_at(self.odometry[1], header, received, generation) \
             if self.odometry is not None else None
         if found is not None and found.pose is None:
@@ -125,7 +118,7 @@ class CameraChannel:
                  math.inf if found.kind in SAID_ONCE else 10.0)
         self.posed += found is not None and found.pose is not None
         self.pose_note = "no odometry input" if found is None else found.reason
-        return {"pose": None if found is None else found.pose, "motion": self.motion}
+        return {"pose": None if found is None else found.pose}
 
     def scale_warning(self, reason: str, frame_id: str) -> tuple[str, str]:
         """(a throttle key for the kind of ``reason``, the text) of a frame's depth scale
@@ -144,15 +137,16 @@ class CameraChannel:
                       ) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale and on the camera's motion, and a
         warning ("" when none)."""
-        if self.scaler is None:
+        scaler = self.track.scaler
+        if scaler is None:
             values, warning = scale_diagnostics(fixed_scale_report(
                 metric_depth, settings.depth_scale_source, settings.relative_depth_scale))
         else:
-            values, warning = scale_diagnostics(self.scaler.last)
-            config = self.scaler.config  # the settings in force: the next frame's
+            values, warning = scale_diagnostics(scaler.last)
+            config = scaler.config  # the settings in force: the next frame's
             values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max "
                                             f"age {config.max_age:g} s")
-        values.update(motion_diagnostics(self.motion.last))
+        values.update(motion_diagnostics(self.track.motion.last))
         values["camera pose note"] = self.pose_note or "-"
         if self.odometry is not None:
             values["frames with camera pose"] = str(self.posed)

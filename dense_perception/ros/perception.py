@@ -206,7 +206,7 @@ class Perception:
     def _on_image(self, channel: CameraChannel, msg: Image | CompressedImage) -> None:
         frame = _Frame(msg, channel.arrived(self.active), channel,
                        odometry_generation=self.odometry.generation)
-        if channel.scaler is not None and len(channel.references):
+        if channel.track.scaler is not None and len(channel.track.references):
             # Taken now, by stamp: a slow model's frame must not outlive its reference.
             frame.reference, frame.reference_dt = channel.reference_near(
                 stamp_ns(msg.header.stamp))
@@ -257,7 +257,7 @@ class Perception:
 
     def _finish(self, item: _Inferred) -> None:
         channel = item.frame.channel
-        stats, scaler = channel.stats, channel.scaler
+        stats, scaler = channel.stats, channel.track.scaler
         where = channel.log_prefix
         header = item.frame.msg.header
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
@@ -265,7 +265,8 @@ class Perception:
         # A frame stamped past the newest odometry waits here (this worker) for the next one.
         motion = channel.motion_inputs(header, self._warn_once_per, item.frame.received,
                                        item.frame.odometry_generation)
-        products = item.pipeline.finish(item.raw, None, scaler, stamp, reference, **motion)
+        products = channel.track.finish(item.pipeline, item.raw, stamp, reference=reference,
+                                        **motion)
         stats.computed = products.computed()
         if products.scale is not None and products.scale.restarted:
             self._node.get_logger().info(f"{where}{RESTARTED}")

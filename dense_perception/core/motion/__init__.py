@@ -10,15 +10,15 @@ image's stamp. The node builds it from odometry and the camera's mounting
 (``odom_from_base(t) @ base_from_optical``); offline it comes from a TUM file
 (:mod:`.trajectory`: ``read_tum``, then ``Trajectory.match`` to the frames).
 
-**The API a caller uses** (one :class:`~.camera_motion.CameraMotion` per camera, kept across
-frames exactly like the camera's ``DepthScaler``)::
+**The API a caller uses** (one :class:`~.camera_motion.CameraMotion` per camera, held with the
+camera's ``DepthScaler`` by its :class:`~dense_perception.core.camera_track.CameraTrack`)::
 
-    from dense_perception.core.motion.camera_motion import CameraMotion, motion_config
-    motion = CameraMotion(motion_config(settings))      # per camera, at start
+    from dense_perception.core.camera_track import CameraTrack, TrackSetup
+    from dense_perception.core.motion.camera_motion import motion_config
+    track = CameraTrack(TrackSetup(scale_config, motion_config(settings)))  # per camera
     ...
-    products = pipeline.finish(raw, None, scaler, stamp, reference,
-                               pose=world_from_camera,  # 4x4, or None: motion unknown here
-                               motion=motion)
+    products = track.finish(pipeline, raw, stamp,
+                            pose=world_from_camera)     # 4x4, or None: motion unknown here
     products.motion        # MotionReport: aligned?, why not (reset reason), TAE, scale note
     motion_diagnostics(products.motion)   # {key: value} strings for /diagnostics
 
@@ -26,7 +26,8 @@ frames exactly like the camera's ``DepthScaler``)::
   frame is published as it is (per-frame depth), the temporal state resets and says why, and
   the motion scale makes no estimate for it (its scale filter holds the last scale as for any
   frame without an estimate).
-* ``motion=None``: nothing of this package runs (the pipeline as before).
+* a track without a motion configuration: nothing of this package runs (the pipeline as
+  before).
 * ``depth_scale_source: motion``: the camera's ``DepthScaler`` is made as for the other
   sources; the pipeline hands it the estimate ``motion`` makes from the image motion and the
   metric camera motion (:mod:`.motion_scale`).

@@ -20,7 +20,7 @@ from ..scale.estimators import Estimate
 from ..scale.metric_scale import ESTIMATED_SOURCES, withholds_depth
 from .motion_scale import MotionScale
 from .pose import motion
-from .temporal import Alignment, TemporalAligner
+from .temporal import Alignment, DepthUnit, TemporalAligner
 from .warp import tae
 
 
@@ -84,6 +84,16 @@ def grey_on_grid(raw: Any, plan: FitPlan, output_resolution: str,
     return plan.unfit(grey(raw.fitted), output_resolution, Interp.LINEAR)
 
 
+@dataclass(frozen=True)
+class _Output:
+    """The camera's last published depth, what the next frame's TAE compares with."""
+
+    depth: np.ndarray
+    pose: np.ndarray
+    k: Intrinsics
+    unit: DepthUnit | None
+
+
 class CameraMotion:
     """Per camera: the motion scale's past frames, the temporal state and the last output."""
 
@@ -91,8 +101,15 @@ class CameraMotion:
         self.config = config
         self.scale = MotionScale(config.min_baseline, config.scale_map, config.clock_offset)
         self.temporal = TemporalAligner(config.max_translation)
-        self._last: tuple[np.ndarray, np.ndarray, Intrinsics, object] | None = None  # +unit
+        self._last: _Output | None = None
         self.last: MotionReport | None = None
+
+    def configure(self, config: MotionConfig) -> None:
+        """Runtime changes (temporal_alignment, motion_scale_min_baseline, the jump limit),
+        read from the next frame on; the past is kept."""
+        self.config = config
+        self.scale.min_baseline = config.min_baseline
+        self.temporal.max_translation = config.max_translation
 
     def reset(self) -> None:
         """Forget the past (a new sequence)."""
@@ -110,7 +127,7 @@ class CameraMotion:
                             (products.width, products.height))
         return self.scale.estimate(t, pose, products.depth, products.intrinsics, grey)
 
-    def publish(self, t: float, pose: np.ndarray | None, products: Any) -> None:
+    def align_products(self, t: float, pose: np.ndarray | None, products: Any) -> None:
         """The pipeline's hook after the scale: ``products.depth`` aligned over time, and
         ``products.motion`` its report. Depth withheld for want of a scale is left alone."""
         report = products.scale
@@ -122,12 +139,12 @@ class CameraMotion:
         if report is not None and report.source in ESTIMATED_SOURCES:
             anchor = None if report.estimate is None or not report.scale else \
                 report.estimate / report.scale
-        unit = None if report is None else (report.source, report.metric)
+        unit = None if report is None else DepthUnit(report.source, report.metric)
         products.depth, products.motion = self.align(t, pose, products.depth,
                                                      products.intrinsics, unit, anchor)
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
-              unit: object, anchor: float | None) -> tuple[np.ndarray, MotionReport]:
+              unit: DepthUnit | None, anchor: float | None) -> tuple[np.ndarray, MotionReport]:
         """The published depth (fused with the past when ``temporal_alignment``) and the
         frame's report; see :meth:`.temporal.TemporalAligner.align` for ``unit`` and
         ``anchor``."""
@@ -135,11 +152,11 @@ class CameraMotion:
             depth, done = self.temporal.align(t, pose, depth, k, unit, anchor)
         else:
             done = Alignment(False, "temporal_alignment is off")
-        pair = None
-        if pose is not None and self._last is not None and self._last[2] == k \
-                and self._last[3] == unit and self._last[0].shape == depth.shape:
-            pair = (self._last[0], depth, k, motion(self._last[1], pose))
-        self._last = None if pose is None else (depth, pose, k, unit)
+        last, pair = self._last, None
+        if pose is not None and last is not None and last.k == k and last.unit == unit \
+                and last.depth.shape == depth.shape:
+            pair = (last.depth, depth, k, motion(last.pose, pose))
+        self._last = None if pose is None else _Output(depth, pose, k, unit)
         self.last = MotionReport(pose is not None, done.aligned, done.reason, done.fused_share,
                                  pair)
         return depth, self.last

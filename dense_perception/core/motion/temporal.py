@@ -36,12 +36,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from ..geometry.intrinsics import Intrinsics
 from .pose import motion, rotation_angle_deg
 from .warp import forward_warp
+
+class DepthUnit(NamedTuple):
+    """What a published depth is in: its scale source and whether it is metric. Depths of two
+    units are never fused nor compared (a source switch, metres found at last)."""
+
+    source: str
+    metric: bool
+
 
 AGREE_TOLERANCE = 0.25     # |log ratio| within which the two depths are blended (about 28 %)
 MAX_PREVIOUS_WEIGHT = 0.9  # the previous output's largest share of a fused pixel
@@ -98,7 +107,7 @@ class TemporalAligner:
         self._k: Intrinsics | None = None
         self._pose: np.ndarray | None = None
         self._t = 0.0
-        self._unit: object = None
+        self._unit: DepthUnit | None = None
         self._gap2: float | None = None  # mean square log gap of the past's and own scale
 
     def reset(self) -> None:
@@ -107,7 +116,7 @@ class TemporalAligner:
         self._gap2 = None
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
-              unit: object = None, anchor: float | None = 1.0) -> tuple[np.ndarray, Alignment]:
+              unit: DepthUnit | None = None, anchor: float | None = 1.0) -> tuple[np.ndarray, Alignment]:
         """The fused depth for the frame stamped ``t`` with ``pose`` (4x4 world_from_camera)
         and its own ``depth`` (metres or relative, NaN invalid) on a grid with intrinsics
         ``k``; ``unit`` names the depth's unit (a change starts afresh).
@@ -171,7 +180,7 @@ class TemporalAligner:
         return max(pull, trust) * gap
 
     def _reset_reason(self, t: float, pose: np.ndarray | None, depth: np.ndarray,
-                      k: Intrinsics, unit: object) -> str:
+                      k: Intrinsics, unit: DepthUnit | None) -> str:
         if pose is None:
             return "no camera pose for this frame (motion unknown)"
         if self._depth is None:
@@ -192,7 +201,7 @@ class TemporalAligner:
         return ""
 
     def _restart(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
-                 unit: object, reason: str) -> tuple[np.ndarray, Alignment]:
+                 unit: DepthUnit | None, reason: str) -> tuple[np.ndarray, Alignment]:
         self._gap2 = None
         if pose is None:
             self.reset()
@@ -201,6 +210,6 @@ class TemporalAligner:
         return depth, Alignment(False, reason)
 
     def _store(self, t: float, pose: np.ndarray, depth: np.ndarray, k: Intrinsics,
-               unit: object, weight: np.ndarray) -> None:
+               unit: DepthUnit | None, weight: np.ndarray) -> None:
         self._depth, self._k, self._pose, self._t, self._unit = depth, k, pose, t, unit
         self._weight = weight.astype(np.float32)

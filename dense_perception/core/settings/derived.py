@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Sequence
 
 from ..backends.runner import BackendConfig
+from ..camera_track import TrackSetup
 from ..compressed import CompressionConfig, representable_depth
 from ..model.depth_network import DepthOptions
 from ..motion.camera_motion import MotionConfig, motion_config
@@ -181,6 +182,11 @@ class CameraSetup:
     scale: ScaleConfig | None  # its metric-scale filter's configuration; None: not estimated
     motion: MotionConfig       # temporal alignment and the motion scale
     reference_span: float      # s of reference depth stamps kept (:func:`reference_span`)
+
+    @property
+    def track(self) -> TrackSetup:
+        """What its :class:`~..camera_track.CameraTrack` takes."""
+        return TrackSetup(self.scale, self.motion, self.reference_span)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """The cameras of a bag for ``dense-perception process``: one per ``--topic``, each with its own
-CameraInfo, output namespace and scaler, and the frames they give.
+CameraInfo, output namespace and track, and the frames they give.
 
 Each image topic is paired with its own CameraInfo, as image_transport pairs them: the
 ``camera_info`` beside the image topic (``/front/image`` -> ``/front/camera_info``), or the
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ...core.camera_track import CameraTrack
 from ...core.timing import StageTimer
 from ..console import CliError
 from .events import Copy, Frame
@@ -24,7 +25,7 @@ from ..options.process_options import ProcessOptions
 @dataclass
 class BagCamera:
     """One image topic of a bag (``--topic``, repeatable): its connections, CameraInfo, output
-    namespace and, with an estimated scale, its own scaler."""
+    namespace and its own track (scale filter and motion state)."""
 
     topic: str
     image_conns: list[Any]
@@ -33,7 +34,7 @@ class BagCamera:
     namespace: str
     out_topics: dict[str, str]
     info_index: Any = None
-    scaler: Any = None
+    track: CameraTrack | None = None
 
 
 def bag_cameras(bag: Any, options: ProcessOptions, keys: list[str]) -> list[BagCamera]:
@@ -85,10 +86,10 @@ def missing_camera_info(cameras: list[BagCamera], keys: list[str], fallback_hfov
             for cam in cameras if not cam.info_index.count]
 
 
-def camera_scaler(cameras: list[BagCamera]) -> Callable[[Frame], Any]:
-    """The scaler of the camera a bag frame came from."""
-    by_topic = {cam.topic: cam.scaler for cam in cameras}
-    return lambda frame: by_topic.get(frame.camera)
+def camera_track(cameras: list[BagCamera]) -> Callable[[Frame], CameraTrack]:
+    """The track of the camera a bag frame came from."""
+    by_topic = {cam.topic: cam.track for cam in cameras}
+    return lambda frame: by_topic[frame.camera]
 
 
 def bag_events(bag: Any, cameras: list[BagCamera], copy_conns: list[Any],

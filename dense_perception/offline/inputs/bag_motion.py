@@ -209,7 +209,8 @@ def _camera_frame(bag: BagReader, image_conns: list[Any]) -> str:
 def open_motion(path: Path, bag: BagReader, options: Any, settings: Settings,
                 cameras: list[Any]) -> BagMotion | None:
     """The bag's motion for ``--odometry-topic`` (``options``: the ``ProcessOptions``), or None
-    without it; CliError when what was asked needs it, or for several cameras."""
+    without it; CliError when what was asked needs it. Several cameras each get their
+    mounting, and their frames their own camera's track (scale filter and motion state)."""
     if not options.odometry_topic:
         defaults = Settings()
         given = [OFFLINE.name(name) for name in MOTION_SETTINGS
@@ -220,9 +221,6 @@ def open_motion(path: Path, bag: BagReader, options: Any, settings: Settings,
             raise CliError(f"{given[0]} needs the robot's motion on a bag: add --odometry-topic "
                            "TOPIC (its nav_msgs/Odometry)")
         return None
-    if len(cameras) > 1:
-        raise CliError("--odometry-topic moves one camera: give one --topic (process the "
-                       "cameras one at a time, each with its --camera-in-base or /tf_static)")
     return BagMotion(path, bag, options.odometry_topic, settings, cameras)
 
 

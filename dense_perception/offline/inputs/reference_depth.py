@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...core.conversions import image_msg_to_array
-from ...core.scale.metric_scale import DepthScaler
+from ...core.scale.metric_scale import ScaleConfig
 from ...core.scale.estimators import reference_to_metres
 from .bag_io import BagError, BagReader
 
@@ -83,10 +83,10 @@ class ReferenceDepthStream:
         self._bag.close()
 
 
-def reference_stream(bag_path: Path, scaler: DepthScaler | None, topic: str | None,
+def reference_stream(bag_path: Path, scale: ScaleConfig | None, topic: str | None,
                      slop: float) -> ReferenceDepthStream | None:
-    """The bag's reference depth reader (``topic``, matched within ``slop`` s) when the scaler
-    needs one, else None."""
-    if scaler is None or scaler.config.source != "reference_depth":
+    """The bag's reference depth reader (``topic``, matched within ``slop`` s) when the scale
+    (``scale``: its configuration, None when not estimated) needs one, else None."""
+    if scale is None or scale.source != "reference_depth":
         return None
     return ReferenceDepthStream(bag_path, topic, slop)

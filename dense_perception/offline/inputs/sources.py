@@ -11,20 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from ...core.camera_track import CameraTrack, TrackSetup
 from ...core.compressed import CompressionConfig
 from ...core.motion.trajectory import Trajectory
 from ...core.products import COMPRESSED
 from ...core.scale.metric_scale import ScaleConfig
 from ...core.settings.table import Settings
 from ...core.timing import StageTimer
-from .bag_cameras import bag_cameras, bag_events, camera_scaler, missing_camera_info
+from .bag_cameras import bag_cameras, bag_events, camera_track, missing_camera_info
 from .bag_motion import open_motion
 from .camera_yaml import calibrated_frames, check_calibration_size
 from ..console import CliError, warn
 from .events import BagTarget, Copy, FolderTarget, Frame, Target
 from .poses import colour_frames, posed_frames
 from ..options.process_options import ProcessOptions
-from ..options.scale_options import scaler_for
 from .reference_depth import reference_stream
 
 
@@ -53,8 +53,10 @@ class OfflineInput:
     total: int | None = None      # frames it holds (None: not known, e.g. some videos)
     description = ""              # "24 frames of /camera/image", for the progress line
 
-    def __init__(self, session: Session, path: Path, timer: StageTimer) -> None:
+    def __init__(self, session: Session, path: Path, timer: StageTimer,
+                 track: TrackSetup) -> None:
         self.session, self.path, self.timer = session, path, timer
+        self.track = CameraTrack(track)  # its camera's scale filter and motion state
         self.summary: dict[str, Any] = {}  # what summary.json says about the input
         self._cleanup: list[Callable[[], None]] = []
 
@@ -68,9 +70,9 @@ class OfflineInput:
         return FolderTarget(FolderSink(out_path, self.session.keys, self.session.depth_format),
                             summary)
 
-    def scaler_of(self) -> Callable[[Frame], Any] | None:
-        """Each frame's metric-scale filter, where it is not the run's one (several cameras)."""
-        return None
+    def track_of(self) -> Callable[[Frame], CameraTrack]:
+        """Each frame's camera track: the input's one camera's."""
+        return lambda frame: self.track
 
     def close(self) -> None:
         for close in reversed(self._cleanup):
@@ -115,9 +117,10 @@ class _FileInput(OfflineInput):
 class VideoInput(_FileInput):
     """Any file OpenCV reads as a video; frames stamped at its frame rate."""
 
-    def __init__(self, session: Session, path: Path, timer: StageTimer) -> None:
+    def __init__(self, session: Session, path: Path, timer: StageTimer,
+                 track: TrackSetup) -> None:
         from .file_io import VideoReader
-        super().__init__(session, path, timer)
+        super().__init__(session, path, timer, track)
         self.video = VideoReader(path)
         self._cleanup.append(self.video.close)
         self.total = self.video.frame_count
@@ -145,10 +148,10 @@ class ImagesInput(_FileInput):
     """One image file, or a folder of them in name order (photos, each 1 s after the last)."""
 
     def __init__(self, session: Session, path: Path, timer: StageTimer,
-                 single: bool) -> None:
+                 track: TrackSetup, single: bool) -> None:
         from . import bag_io
         from . import file_io
-        super().__init__(session, path, timer)
+        super().__init__(session, path, timer, track)
         self.paths = [path] if single else colour_frames(file_io.list_images(path))
         if not self.paths:
             bags = sorted(p.name for p in path.iterdir() if p.suffix.lower() in bag_io.BAG_SUFFIXES)
@@ -192,9 +195,9 @@ class BagInput(OfflineInput):
     camera's) and its own metric-scale filter; the input topics are copied per --copy."""
 
     def __init__(self, session: Session, path: Path, timer: StageTimer,
-                 scaler: Any) -> None:
+                 track: TrackSetup) -> None:
         from . import bag_io
-        super().__init__(session, path, timer)
+        super().__init__(session, path, timer, track)
         options, settings, keys = session.options, session.settings, session.keys
         if session.camera_info is not None:
             raise CliError("--camera-info-yaml is for image folders and videos; a bag's "
@@ -226,16 +229,15 @@ class BagInput(OfflineInput):
                                                        settings.fallback_hfov_deg)
         for text in self.summary["warnings"]:
             warn(text)
-        self.reference = reference_stream(path, scaler, options.reference_depth_topic,
+        self.reference = reference_stream(path, track.scale, options.reference_depth_topic,
                                           settings.reference_depth_slop)
         if self.reference is not None:
             self._cleanup.append(self.reference.close)
-        # A scaler per camera: each filter follows one camera's stream, as in the node.
-        if len(cameras) > 1 and scaler is not None:
-            for cam in cameras:
-                cam.scaler = scaler_for(session.scale, "bag", options.reference_depth_topic)
-        else:
-            cameras[0].scaler = scaler
+        # A track per camera: each filter and motion state follows one camera's stream, as in
+        # the node (the flow never pairs two cameras' frames).
+        cameras[0].track = self.track
+        for cam in cameras[1:]:
+            cam.track = CameraTrack(track)
         if len(cameras) == 1:
             self.summary.update(topic=cameras[0].topic, camera_info_topic=cameras[0].info_note,
                                 camera_infos=cameras[0].info_index.count)
@@ -252,8 +254,9 @@ class BagInput(OfflineInput):
                           camera_info_slop=self.session.settings.camera_info_slop,
                           poses=self.motion)
 
-    def scaler_of(self) -> Callable[[Frame], Any] | None:
-        return camera_scaler(self.cameras)
+    def track_of(self) -> Callable[[Frame], CameraTrack]:
+        """Each frame's camera track: the track of the topic it came from."""
+        return camera_track(self.cameras)
 
     def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
         """A new bag: the input topics first, then the outputs (the order tools list them in)."""
@@ -275,13 +278,14 @@ class BagInput(OfflineInput):
 
 
 def open_input(session: Session, path: Path, kind: str, timer: StageTimer,
-               scaler: Any) -> OfflineInput:
-    """The input at ``path`` of ``kind`` (``run.session.input_kind``), opened."""
+               track: TrackSetup) -> OfflineInput:
+    """The input at ``path`` of ``kind`` (``run.session.input_kind``), opened, its camera's
+    track (each camera's, for a bag of several) set up by ``track``."""
     if kind == "bag":
-        return BagInput(session, path, timer, scaler)
+        return BagInput(session, path, timer, track)
     if kind == "video":
-        return VideoInput(session, path, timer)
-    return ImagesInput(session, path, timer, single=kind == "image")
+        return VideoInput(session, path, timer, track)
+    return ImagesInput(session, path, timer, track, single=kind == "image")
 
 
 def bag_keys(keys: list[str], compressed: str) -> list[str]:

@@ -1,12 +1,13 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""The offline command's metric-scale options (DA3): the reference topic's flag, and a scaler
-per input.
+"""The offline command's metric-scale options (DA3): the reference topic's flag, and the scale
+configuration of each input.
 
 Kept apart from cli.py so the command only hooks them in. The scale settings are checked once
 per run (:func:`~dense_perception.core.settings.derived.depth_units_problem`, from the
 :class:`~dense_perception.offline.run.session.ModelSession`); here each input gets its
-scaler from the run's :class:`ScaleConfig`. The estimation itself is
+configuration from the run's :class:`ScaleConfig` (its cameras' tracks each make a scaler of
+it). The estimation itself is
 :mod:`dense_perception.core.scale.metric_scale`, the same code the node runs.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from ...core.scale.metric_scale import DepthScaler, ScaleConfig
+from ...core.scale.metric_scale import ScaleConfig
 
 
 class ScaleOptionError(ValueError):
@@ -35,10 +36,10 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     return g
 
 
-def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | None,
-               sequence: bool = False) -> DepthScaler | None:
-    """A new scaler for one input of ``kind`` (``run.session.input_kind``) from the run's scale
-    settings (``config``; None: the scale is not estimated, so no scaler); ScaleOptionError
+def scale_for(config: ScaleConfig | None, kind: str, reference_topic: str | None,
+              sequence: bool = False) -> ScaleConfig | None:
+    """The scale configuration of one input of ``kind`` (``run.session.input_kind``) from the
+    run's scale settings (``config``; None: the scale is not estimated); ScaleOptionError
     when this input cannot give the scale they ask for.
 
     A video or a bag is one camera's stream: its frames share a filtered scale. An image or a
@@ -54,5 +55,5 @@ def scaler_for(config: ScaleConfig | None, kind: str, reference_topic: str | Non
     if config.source == "motion" and kind != "bag" and not sequence:
         raise ScaleOptionError("--depth-scale-source motion needs the camera's motion: "
                                "--poses FILE (TUM, camera-to-world of the optical frame)")
-    return DepthScaler(replace(config, per_frame=kind in ("image", "images") and not sequence))
+    return replace(config, per_frame=kind in ("image", "images") and not sequence)
 

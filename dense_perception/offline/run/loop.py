@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 
+from ...core.camera_track import CameraTrack
 from ...core.product_table import skipped
 from ...core.scale.metric_scale import ScaleTally
 from ...core.pipeline import DensePipeline
@@ -59,26 +60,25 @@ class RunStats:
 # ---- the loop -----------------------------------------------------------------------------------
 def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame | Copy],
                target: Target, total: int | None, max_frames: int,
-               after_frame: Callable[[int], None] | None, summary: dict[str, Any], *,
-               scaler: Any = None, progress: Callable[[int], None] | None = None,
-               quiet: bool = False, overlap: bool = True,
-               scaler_of: Callable[[Frame], Any] | None = None, motion: Any = None) -> int:
+               after_frame: Callable[[int], None] | None, summary: dict[str, Any],
+               track_of: Callable[[Frame], CameraTrack], *,
+               progress: Callable[[int], None] | None = None,
+               quiet: bool = False, overlap: bool = True) -> int:
     """Run every event through the pipeline into ``target``, close it (writing summary.json
     from ``summary``) and return the exit status.
 
     ``progress(n)`` (many inputs) is told of every frame instead of this run's own bar;
     ``quiet`` leaves the closing line and error to the caller (they are in ``summary``);
     ``overlap=False`` runs each frame's stages one after another (one core's worth of work).
-    ``scaler_of(frame)``: the frame's camera's scaler (several cameras), instead of ``scaler``.
-    ``motion``: the camera's ``CameraMotion`` (frames with poses: ``Frame.pose``).
+    ``track_of(frame)``: the track of the camera the frame came from (its scale filter and
+    motion state; frames with poses carry them in ``Frame.pose``).
     """
     from tqdm import tqdm
     bar = tqdm(total=total, unit="frame", dynamic_ncols=True,
                disable=progress is not None or not interactive(), file=sys.stderr, smoothing=0.1)
     if progress is not None:
         bar.update = progress  # type: ignore[method-assign]
-    writer = _FrameWriter(pipeline, target, bar, scaler_of or (lambda frame: scaler))
-    writer.motion = motion
+    writer = _FrameWriter(pipeline, target, bar, track_of)
     # Inference on a worker thread, everything else (reading, finishing, writing) on this one,
     # so the next frame's inference overlaps finishing and writing this one, as in the node.
     # (The writers are not thread-safe, and sqlite3 insists on its creating thread.)
@@ -114,11 +114,10 @@ class _FrameWriter:
     them, the rejected ones and their scales."""
 
     def __init__(self, pipeline: DensePipeline, target: Target, bar: Any,
-                 scaler_of: Callable[[Frame], Any]) -> None:
-        self.pipeline, self.target, self.bar, self.scaler_of = pipeline, target, bar, scaler_of
+                 track_of: Callable[[Frame], CameraTrack]) -> None:
+        self.pipeline, self.target, self.bar, self.track_of = pipeline, target, bar, track_of
         self.stats = RunStats()
         self.scales = ScaleTally()
-        self.motion: Any = None  # the camera's CameraMotion, when frames have poses
 
     def handle(self, due: Iterable[tuple[Frame | Copy, Any]]) -> None:
         for item, result in due:
@@ -130,8 +129,8 @@ class _FrameWriter:
                 self.write(item, result)
 
     def write(self, frame: Frame, raw: Any) -> None:
-        products = self.pipeline.finish(raw, None, self.scaler_of(frame), frame.time,
-                                        frame.reference, pose=frame.pose, motion=self.motion)
+        products = self.track_of(frame).finish(self.pipeline, raw, frame.time,
+                                               pose=frame.pose, reference=frame.reference)
         self.scales.add(products.scale)
         with self.pipeline.timer.stage("write"):
             self.target.frame(frame, products)

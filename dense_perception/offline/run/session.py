@@ -36,8 +36,9 @@ from ..inputs.sources import open_input
 from .loop import run_frames
 from ..options.process_options import ProcessOptions
 from ..inputs.poses import load_poses
-from ..options.scale_options import ScaleOptionError, scaler_for
-from ...core.motion.camera_motion import CameraMotion, motion_config
+from ..options.scale_options import ScaleOptionError, scale_for
+from ...core.camera_track import TrackSetup
+from ...core.motion.camera_motion import motion_config
 from ..options.settings_args import DEPTH_FORMATS, OFFLINE
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
@@ -123,8 +124,8 @@ class ModelSession:
         self.compression = compression_config(settings)
         self.trajectory = load_poses(options.poses)  # --poses: a bad file fails here
         if kind is not None:  # checks the input kind
-            scaler_for(self.scale, kind, options.reference_depth_topic,
-                       self.trajectory is not None)
+            scale_for(self.scale, kind, options.reference_depth_topic,
+                      self.trajectory is not None)
         # The calibration file (images, videos), read once: a bad one fails before any input.
         self.camera_info = load_camera_info_yaml(
             options.camera_info_yaml, settings.input_rectified) \
@@ -184,18 +185,18 @@ class ModelSession:
         kind = input_kind(in_path)
         if out_path.resolve() == in_path.resolve():
             raise CliError(f"output '{out_path}' is the input; choose another --out")
-        # A new scaler per input: its filter follows one camera's stream.
-        scaler = scaler_for(self.scale, kind, self.options.reference_depth_topic,
-                            self.trajectory is not None)
-        motion = None if self.trajectory is None and not (
-            kind == "bag" and self.options.odometry_topic) else \
-            CameraMotion(motion_config(self.settings))  # one camera's motion state
+        # New tracks per input: each follows one camera's stream (a bag's cameras their own).
+        posed = self.trajectory is not None or (kind == "bag"
+                                                 and bool(self.options.odometry_topic))
+        track = TrackSetup(scale_for(self.scale, kind, self.options.reference_depth_topic,
+                                     self.trajectory is not None),
+                           motion_config(self.settings) if posed else None)
         file_io.check_new_output(out_path)
         timer = StageTimer(window=TIMER_WINDOW)
         summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
                                    "output": str(final_out or out_path)}
         summary.update(extra_summary or {})
-        source = open_input(self, in_path, kind, timer, scaler)  # errors: nothing left behind
+        source = open_input(self, in_path, kind, timer, track)  # errors: nothing left behind
         try:
             events = source.events()
             summary.update(source.summary)
@@ -214,9 +215,8 @@ class ModelSession:
                       f"{' (GPU unavailable)' if self.fallback else ''}: "
                       f"{source.description} -> {out_path}", flush=True)
             code = run_frames(pipeline, self.request, events, target, total, max_frames,
-                              after_frame, summary, scaler=scaler, progress=progress,
-                              scaler_of=source.scaler_of(), quiet=quiet, overlap=self.overlap,
-                              motion=motion)
+                              after_frame, summary, source.track_of(), progress=progress,
+                              quiet=quiet, overlap=self.overlap)
             return code, summary
         finally:
             source.close()
