@@ -65,7 +65,7 @@ $(VENV_JAZZY)/.ready: requirements/runtime.txt requirements/test.txt requirement
 # (core/settings/table.py), docs/layout.md from the modules' docstrings; test_docs fails when
 # one is stale.
 docs: setup
-	$(PY) tools/generate/gen_docs.py
+	env -u DENSE_PERCEPTION_MODELS $(PY) tools/generate/gen_docs.py
 
 # docs/demo.png, the README's picture, from make demo's outputs.
 demo-picture: demo
