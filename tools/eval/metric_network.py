@@ -16,8 +16,8 @@ import numpy as np
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.settings.table import Settings
-from tools.eval.real import frame_intrinsics
-from tools.eval.real_scenes import FASTDEPTH, FRAMES, REAL_SCENES, depth_errors, oracle_scale
+from tools.eval.real_scenes import (FASTDEPTH, FRAMES, REAL_SCENES, depth_errors,
+                                   frame_intrinsics, oracle_scale)
 from tools.eval.sequence import read_sequence
 
 SEVEN = REAL_SCENES / "7scenes-redkitchen"

@@ -33,23 +33,18 @@ from pathlib import Path
 
 import numpy as np
 
-from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.settings.table import Settings
 from tools.eval.real_scenes import (FASTDEPTH, FRAMES, PYDNET, REAL_SCENES, SOURCES, available,
-                                    depth_errors, floor_plane, oracle_scale, sparse_reference)
+                                    depth_errors, floor_plane, frame_intrinsics, oracle_scale,
+                                    sparse_reference)
 
 REFERENCE_SHARE = 0.01
 REFERENCE_SEED = 0
 CHECK_SCALE = 3.7   # the arbitrary factor measured depth is divided by for the no-model table
-
-
-def frame_intrinsics(frame, width: int, height: int) -> Intrinsics:
-    fx, fy, cx, cy = frame.k
-    return Intrinsics(fx, fy, cx, cy, width, height)
 
 
 def evaluate_frame(pipelines: dict, frame) -> list[dict]:

@@ -18,6 +18,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from dense_perception.core.geometry.intrinsics import Intrinsics
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL_SCENES = (ROOT.parent / "shared" / "real-scenes").resolve()
 PYDNET = REAL_SCENES / "models" / "pydnet_pp_448x640.tflite"
@@ -157,3 +159,9 @@ def sparse_reference(truth: np.ndarray, share: float = 0.01, seed: int = 0) -> n
     drawn = rng.choice(seen, size=max(1, int(round(share * seen.size))), replace=False)
     reference.flat[drawn] = truth.flat[drawn]
     return reference
+
+
+def frame_intrinsics(frame: "RealFrame", width: int, height: int) -> Intrinsics:
+    """A real frame's pinhole intrinsics on an image ``width`` x ``height``."""
+    fx, fy, cx, cy = frame.k
+    return Intrinsics(fx, fy, cx, cy, width, height)
