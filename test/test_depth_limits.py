@@ -20,7 +20,7 @@ from dense_perception.core.frame_data import Products
 from dense_perception.core.geometry.pointcloud import XYZ_DTYPE, nearest_per_voxel
 from dense_perception.core.products import product_messages
 from dense_perception.core.settings.row import SettingError
-from dense_perception.core.settings.derived import compressed_depth_problem
+from dense_perception.core.wiring.derived import compressed_depth_problem
 from dense_perception.core.settings.table import Settings
 
 pytestmark = pytest.mark.timeout(120)

@@ -196,7 +196,7 @@ def test_references_are_found():
 
 def test_a_stale_reference_is_caught():
     """The resolver says no to names that do not exist, relative or absolute."""
-    module = "dense_perception.core.settings.names"
+    module = "dense_perception.core.settings.table"
     assert _resolves(".row.ParamSpec", module, None)
     assert _resolves("dataclasses.replace", module, None)
     assert not _resolves(".row.NoSuchSpec", module, None)

@@ -182,6 +182,32 @@ def test_the_package_import_graph_has_no_cycles():
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
 
 
+def test_the_rooms_of_core_are_layers():
+    """Inside core/ each folder (and top-level module) is a room; the rooms' imports form a
+    graph without a cycle (so no import runs back up a floor), and the wiring, which builds
+    each part's configuration from the settings, is imported by no part: only the pipeline
+    (the top of core/) and the front ends use it."""
+    import graphlib
+    prefix = "dense_perception.core."
+
+    def room(module: str) -> str | None:
+        return module[len(prefix):].split(".")[0] if module.startswith(prefix) else None
+    rooms: dict[str, set[str]] = {}
+    for module, targets in _import_graph().items():
+        here = room(module)
+        if here is None:
+            continue
+        rooms.setdefault(here, set()).update(
+            r for r in map(room, targets) if r is not None and r != here)
+    assert "settings" in rooms["wiring"] and "motion" in rooms["wiring"]  # the graph is read
+    try:
+        list(graphlib.TopologicalSorter(rooms).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"core's rooms import each other: {' -> '.join(exc.args[1])}")
+    users = sorted(r for r, targets in rooms.items() if "wiring" in targets)
+    assert users == ["pipeline"], users
+
+
 def test_tests_import_shared_helpers_from_the_support_package():
     """No test imports conftest as a module or edits sys.path: shared code is in test/support/."""
     offenders = []
@@ -202,7 +228,7 @@ def test_settings_and_help_load_no_litert():
     interpreter takes most of a second to import and is only needed once a model is opened;
     the pure-Python flatbuffer schema that reads a file's signature is fine)."""
     code = ("import sys, contextlib, io\n"
-            "import dense_perception.core.settings.table, dense_perception.core.settings.derived\n"
+            "import dense_perception.core.settings.table, dense_perception.core.wiring.derived\n"
             "from dense_perception.offline.cli import build_parser\n"
             "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
             "    build_parser().parse_args(['process', '--help'])\n"

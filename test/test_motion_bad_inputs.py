@@ -20,7 +20,7 @@ import pytest
 
 from dense_perception.core.motion.odometry import OdometryBuffer, mountings_problem
 from dense_perception.core.motion.trajectory import TrajectoryError, read_tum
-from dense_perception.core.settings.relevance import Where, why_ignored
+from dense_perception.core.wiring.relevance import Where, why_ignored
 from dense_perception.core.settings.table import Settings
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,7 +1,7 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """The node at start, over real rclpy: a setting it was given that does nothing with its model
-(the one relevance rule, core/settings/relevance.py) is one WARN on /rosout each and is listed
+(the one relevance rule, core/wiring/relevance.py) is one WARN on /rosout each and is listed
 in /diagnostics; a node given none says nothing of it."""
 
 import pytest

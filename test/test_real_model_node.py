@@ -53,7 +53,7 @@ def test_node_publishes_metres_from_a_reference_on_a_real_frame(harness_factory,
     header = h.header(sec=30)
     header.frame_id = "camera_optical_frame"
     ref_pub.publish(array_to_image(make_reference(truth), encoding, header))
-    h.wait_until(lambda: len(h.perception.channels[0].references) > 0, 10,
+    h.wait_until(lambda: len(h.perception.channels[0].track.references) > 0, 10,
                  "the node holds the reference")
     h.publish_frame(rgb, header, "rgb8", info=frame_info(frame, rgb.shape[1], rgb.shape[0]))
 

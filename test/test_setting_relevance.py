@@ -1,6 +1,6 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""One rule for "this setting does nothing here" (core/settings/relevance.py), walked over the
+"""One rule for "this setting does nothing here" (core/wiring/relevance.py), walked over the
 whole settings table; ``dense-perception process`` refuses such a flag with exit 2 and one line
 naming it; the shipped configs give their own model no ignored setting. (The node at start and
 at runtime: test_node_ignored_settings.py, test_parameter_sweep.py.)"""
@@ -16,8 +16,8 @@ import yaml
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, run_cli
 from support.setting_values import other_value
 
-from dense_perception.core.settings.relevance import (SCOPE, Where, given_at_start,
-                                                      ignored_settings, why_ignored)
+from dense_perception.core.wiring.relevance import (SCOPE, Where, given_at_start,
+                                                    ignored_settings, why_ignored)
 from dense_perception.core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 
 pytestmark = pytest.mark.timeout(120)

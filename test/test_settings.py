@@ -18,8 +18,8 @@ from dense_perception.core.settings.row import SettingError
 from dense_perception.core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.frame_data import PipelineConfig
-from dense_perception.core.settings.derived import (SCALE_FIELDS, backend_config, depth_options,
-                                                    pipeline_config, scale_config)
+from dense_perception.core.wiring.derived import (SCALE_FIELDS, backend_config, depth_options,
+                                                  pipeline_config, scale_config)
 from dense_perception.offline.cli import build_parser
 from dense_perception.offline.options.settings_args import OFFLINE
 

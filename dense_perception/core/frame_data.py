@@ -110,7 +110,7 @@ class RawFrame:
 @dataclass(frozen=True)
 class PipelineConfig:
     """Tunable behaviour of the pipeline: the settings of the same names (checked in the
-    settings table; ``core/settings/derived.py`` builds it)."""
+    settings table; ``core/wiring/derived.py`` builds it)."""
 
     fit: str = "crop"
     output_resolution: str = "model"

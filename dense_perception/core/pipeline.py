@@ -30,7 +30,7 @@ from .product_table import added_products
 from .geometry.rectify import Rectifier
 from .backends.runner import Runner, check_model_file, open_runner
 from .backends.runner_base import Log
-from .settings.derived import backend_config, depth_options, pipeline_config
+from .wiring.derived import backend_config, depth_options, pipeline_config
 from .settings.table import Settings
 from .timing import StageTimer
 from .frame_data import PipelineConfig, Products, RawFrame, Request

@@ -20,7 +20,7 @@ from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.camera_track import CameraTrack
 from ..core.motion.camera_motion import motion_diagnostics
 from ..core.scale.metric_scale import fixed_scale_report, scale_diagnostics
-from ..core.settings.derived import CameraSetup
+from ..core.wiring.derived import CameraSetup
 from ..core.settings.table import Settings
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
@@ -45,7 +45,7 @@ class CameraChannel:
                  watch: GraphWatch, *, on_image: Callable[["CameraChannel", Any], None],
                  odometry: tuple[OdometryInput, int] | None = None) -> None:
         """``setup``: this camera's configuration, derived once from the settings by the node
-        (``core.settings.derived.node_setup``); ``on_image(channel, msg)``: a frame arrived
+        (``core.wiring.derived.node_setup``); ``on_image(channel, msg)``: a frame arrived
         (the executor thread); ``odometry``: the node's odometry input and this camera's index
         among the cameras."""
         name = setup.name

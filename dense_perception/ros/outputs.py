@@ -12,7 +12,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from ..core.compressed import CompressionConfig
 from ..core.product_table import skipped
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
-from ..core.settings.derived import publishes
+from ..core.wiring.derived import publishes
 from ..core.settings.table import Settings
 from ..core.timing import RateMeter, StageTimer
 from . import messages

@@ -21,10 +21,10 @@ from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
 from ..core.model.specs import ModelSpec
-from ..core.settings.relevance import Where, given_at_start, ignored_settings
+from ..core.wiring.relevance import Where, given_at_start, ignored_settings
 from ..core.settings.row import ParamSpec, SettingError
-from ..core.settings.derived import (camera_heights_problem, compressed_depth_problem,
-                                     default_confidence, depth_units_problem, ignored_camera_height)
+from ..core.wiring.derived import (camera_heights_problem, compressed_depth_problem,
+                                   default_confidence, depth_units_problem, ignored_camera_height)
 from ..core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from .compat import parameter_descriptor
 
@@ -98,7 +98,7 @@ def node_where(spec: ModelSpec) -> Where:
 def ignored_at_start(log: Any, settings: Settings, spec: ModelSpec,
                      confidence_note: str = "") -> tuple[str, ...]:
     """Log one WARN per setting the node was given (off its default) that does nothing with
-    this model (``core/settings/relevance.py``), and ``confidence_note`` (the file has no
+    this model (``core/wiring/relevance.py``), and ``confidence_note`` (the file has no
     confidence output) at WARN when the user asked for the filter, at INFO for the default;
     the ignored settings' reasons, for /diagnostics."""
     ignored = ignored_settings(settings, given_at_start(settings), node_where(spec))

@@ -36,7 +36,7 @@ from ..core.frame_data import RawFrame
 from ..core.products import request_for
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
-from ..core.settings.derived import compression_config, node_setup, pipeline_config
+from ..core.wiring.derived import compression_config, node_setup, pipeline_config
 from ..core.scheduling.two_stage import LiveTwoStage
 from .camera_channel import CameraChannel
 from .compat import GraphWatch

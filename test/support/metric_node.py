@@ -44,7 +44,7 @@ def send(h, scene, s, header, reference=None):
     if reference is not None:
         h.ref_pub.publish(array_to_image(reference, "32FC1", header))
         h.wait_until(lambda: any(stamp_of(m) == stamp_of_header(header)
-                                 for m in list(h.perception.channels[0].references)), 10,
+                                 for m in list(h.perception.channels[0].track.references)), 10,
                      "reference received")
     h.publish_frame(paint(z / s), header, info=scene_info(scene))
 

@@ -41,10 +41,13 @@ The top-level folders are the architecture, in layers: each uses only the layers
 never one above. `core/` is the bottom layer and imports neither ROS nor torch; `ros/` (the node) and
 `offline/` (the command, no ROS) stand on it; `export/` stands alone and is the only place torch
 is imported (`offline/` reaches it only to run `export-da3`); `tools/` and `test/` are on top and
-are not installed (`test/test_layout.py` checks all of it). Inside `core/` the rooms are not
-yet strict layers: `core/settings/derived.py` and `relevance.py` import the parts whose
-configurations they build (model, scale, motion, backends), while those parts import
-`core/settings/names.py` for the names in their messages. Beside them: `launch/` and
+are not installed (`test/test_layout.py` checks all of it). Inside `core/` the rooms are layers
+too: the parts (model, geometry, scale, motion, backends, ...) import the leaves
+`core/setting_names.py` (how a message names a setting) and `core/setting_values.py` (the
+allowed values) and the parts below them; `core/settings/` (the table) checks values with the
+parts' own checks; `core/wiring/` (`derived.py`: each part's configuration, `relevance.py`:
+where each setting acts) stands above them all, and only the pipeline and the front ends
+import it. Beside them: `launch/` and
 `config/` (launch file, parameter YAML, RViz config), `models/` (the bundled test models and the
 script that makes them), `test/` (tests per module and feature; node tests over real DDS, shared
 helpers in `test/support/`).
@@ -52,7 +55,7 @@ helpers in `test/support/`).
 How a setting travels: the node's parameters (`ros/parameters.py`) and the offline flags
 (`offline/options/settings_args.py`) each become one typed, checked `Settings`
 (`core/settings/table.py`, whose fields are the table), and everything below reads
-`settings.<name>`. `core/settings/derived.py` builds each part's configuration from it
+`settings.<name>`. `core/wiring/derived.py` builds each part's configuration from it
 (`pipeline_config`, `scale_config`, `backend_config`, `depth_options`, `compression_config`) and
 holds the rules between settings. To add a setting: add a field with its row to `Settings`,
 read it where it acts (or add it to the configuration of the part that uses it), and run

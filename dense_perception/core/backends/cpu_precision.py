@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..settings.values import CPU_PRECISIONS
+from ..setting_values import CPU_PRECISIONS
 
 MIN_FP16_CORR = 0.999
 

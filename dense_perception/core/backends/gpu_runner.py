@@ -47,7 +47,7 @@ import numpy as np
 
 from .native_log import Adapter, NativeLog
 from .runner_base import RunnerBase, RunnerLostError
-from ..settings.values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
+from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
 
 Log = Callable[[str], None]
 _ALIGN = 64  # bytes; each array in the shared memory starts on a cache line

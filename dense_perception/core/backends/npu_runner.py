@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .native_log import capture_native_stderr
-from ..settings.values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S, NPU_VENDORS, OPENVINO_DEVICES
+from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S, NPU_VENDORS, OPENVINO_DEVICES
 
 Log = Callable[[str], None]
 COMPILE_TIMEOUT_S = 1800.0  # an NPU compile of a real model takes seconds to minutes

@@ -93,7 +93,7 @@ def model_io(signature: TfliteSignature, model_path: str) -> ModelIO:
 
 @dataclass(frozen=True)
 class BackendConfig:
-    """Where and how the model runs: the settings of the same names (``core/settings/derived.py``
+    """Where and how the model runs: the settings of the same names (``core/wiring/derived.py``
     builds it; each value is checked there, in the settings table)."""
 
     backend: str = "auto"          # auto | gpu | cpu | npu
@@ -135,7 +135,7 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
                                          config.gpu_timeout, config.gpu_max_restarts)
     if backend in ("auto", "gpu"):
         from .gpu_runner import open_gpu_runner
-        from ..settings.values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
+        from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
         runner, fallback_note = open_gpu_runner(
             model_path, backend, config.gpu_precision, log, warn or log,
             GPU_TIMEOUT_S if config.gpu_timeout is None else config.gpu_timeout,

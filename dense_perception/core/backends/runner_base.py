@@ -17,7 +17,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from .model_pages import release_file_pages
-from ..settings.values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
+from ..setting_values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
 from ..model.tensors import FLOAT32, details_codec
 
 Log = Callable[[str], None]

@@ -18,7 +18,7 @@ import numpy as np
 
 from .camera_model import CameraModel
 from .intrinsics import Intrinsics
-from ..settings.values import FIT_MODES
+from ..setting_values import FIT_MODES
 
 # A vector (x, y) expressed in the turned image's optical frame, written in the camera's frame.
 # Turning the image 90 deg clockwise maps camera pixel (u, v) to (H-1-v, u), so the turned x axis

@@ -11,7 +11,7 @@ import numpy as np
 
 from .intrinsics import Intrinsics
 from ..preprocess import PIXEL_FORMATS, to_colour_words
-from ..settings.values import MIN_VOXEL_SIZE
+from ..setting_values import MIN_VOXEL_SIZE
 
 XYZ_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32)])
 XYZRGB_DTYPE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .specs import DEPTH_TYPE, ModelSignatureError, ModelSpec, OutputSpec, format_signature
-from ..settings.names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 
 Shape = tuple[int, ...]
 
@@ -30,7 +30,7 @@ UNUSED = "unused"  # the kind of a depth model's other outputs
 @dataclass(frozen=True)
 class DepthOptions:
     """How to read a depth model (the settings of the same names, checked in the settings
-    table; ``core/settings/derived.py`` builds it)."""
+    table; ``core/wiring/derived.py`` builds it)."""
 
     input_normalization: str = "unit"
     input_mean: tuple[float, ...] = (0.0, 0.0, 0.0)  # custom: in units of RGB/255

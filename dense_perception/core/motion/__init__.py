@@ -14,7 +14,7 @@ image's stamp. The node builds it from odometry and the camera's mounting
 camera's ``DepthScaler`` by its :class:`~dense_perception.core.camera_track.CameraTrack`)::
 
     from dense_perception.core.camera_track import CameraTrack, TrackSetup
-    from dense_perception.core.motion.camera_motion import motion_config
+    from dense_perception.core.wiring.derived import motion_config
     track = CameraTrack(TrackSetup(scale_config, motion_config(settings)))  # per camera
     ...
     products = track.finish(pipeline, raw, stamp,

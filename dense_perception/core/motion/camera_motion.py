@@ -35,14 +35,6 @@ class MotionConfig:
     clock_offset: float = 0.0           # pose_clock_offset (s); 0 = measured from the flow
 
 
-def motion_config(settings: Any) -> MotionConfig:
-    """The motion settings of a ``Settings``."""
-    return MotionConfig(temporal_alignment=settings.temporal_alignment,
-                        min_baseline=settings.motion_scale_min_baseline,
-                        scale_map=settings.motion_scale_map,
-                        clock_offset=settings.pose_clock_offset)
-
-
 @dataclass(frozen=True)
 class MotionReport:
     """What the camera's motion did to one frame, for diagnostics and summaries."""

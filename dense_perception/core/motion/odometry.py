@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..by_stamp import ByStamp
-from ..settings.names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 from .pose import interpolate, pose_matrix, quaternion_problem
 
 HISTORY_S = 10.0      # a slow model's frame (seconds of inference) still finds its odometry

@@ -38,7 +38,7 @@ from .estimators import Estimate, ground_plane_scale, reference_scale
 from .model_metres import ModelMetres, measured
 from .scale_filter import ScaleFilter
 from .unit_check import beyond_max_depth
-from ..settings.names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 
 ESTIMATED_SOURCES = ("ground_plane", "reference_depth", "motion")
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from ..model.depth_network import mean_std_problem
 from ..model.specs import MODEL_TYPES
-from .names import Syntax
+from ..setting_names import Syntax
 from .row import setting
-from .values import (BACKENDS, CPU_PRECISIONS, DEPTH_OUTPUT_KINDS, DEPTH_OUTPUT_UNITS,
-                     GPU_MAX_RESTARTS, GPU_PRECISIONS, GPU_TIMEOUT_S, NORMALIZATIONS,
-                     NPU_VENDORS, OPENVINO_DEVICES)
+from ..setting_values import (BACKENDS, CPU_PRECISIONS, DEPTH_OUTPUT_KINDS, DEPTH_OUTPUT_UNITS,
+                              GPU_MAX_RESTARTS, GPU_PRECISIONS, GPU_TIMEOUT_S, NORMALIZATIONS,
+                              NPU_VENDORS, OPENVINO_DEVICES)
 
 
 def _threads_problem(value: int, syntax: Syntax) -> str | None:

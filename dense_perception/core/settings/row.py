@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 
 
 @dataclass(frozen=True)

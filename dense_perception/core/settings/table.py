@@ -3,14 +3,14 @@
 """The settings table, as a typed object: every setting is a field of :class:`Settings` with its
 type, default, allowed values or range, runtime or restart-only, unit, description and the
 offline command's flag (its :class:`ParamSpec` row). ROS-free, and low in the package: it
-imports no backend and no OpenCV (the allowed values live below it, in :mod:`.values`).
+imports no backend and no OpenCV (the allowed values live below it, in :mod:`..setting_values`).
 
 The one source for both front ends: the node declares its parameters from :data:`PARAMS`
 (``ros/parameters.py``), ``dense-perception process`` generates its flags from it
 (``offline/options/settings_args.py``), ``docs/parameters.md`` is generated from it (``make docs``),
 and both front ends make one :class:`Settings` of their values. A Settings is checked when it is
 made (each value against its row, once); the rules between settings and the configurations
-built from them (pipeline, scale, backend) are in ``core/settings/derived.py``.
+built from them (pipeline, scale, backend) are in ``core/wiring/derived.py``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any, Mapping
 
 from ..motion.odometry import mountings_problem
 from .model_table import ModelSettings
-from .names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 from .row import ParamSpec, SettingError, setting
-from .values import (DEPTH_ENCODINGS, FIT_MODES, OUTPUT_RESOLUTIONS, SCALE_SOURCES,
-                     voxel_size_problem)
+from ..setting_values import (DEPTH_ENCODINGS, FIT_MODES, OUTPUT_RESOLUTIONS, SCALE_SOURCES,
+                              voxel_size_problem)
 
 INPUT_QOS = ("auto", "sensor_data", "reliable")
 MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``dense-perception process`` refuses a flag that would do nothing in this run (exit 2, one
 line naming the flag and why), by the settings table's one relevance rule
-(``core/settings/relevance.py``, shared with the node) and, for the command's own bag options,
+(``core/wiring/relevance.py``, shared with the node) and, for the command's own bag options,
 the input's kind. Only typed flags count: argparse gives None for one not typed.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ...core.model.specs import ModelSpec
-from ...core.settings.relevance import INPUT_WORDS, Where, why_ignored
+from ...core.wiring.relevance import INPUT_WORDS, Where, why_ignored
 from ...core.settings.table import Settings
 from ..console import CliError
 from .process_options import BAG_ONLY, ProcessOptions

@@ -4,7 +4,7 @@
 configuration of each input.
 
 Kept apart from cli.py so the command only hooks them in. The scale settings are checked once
-per run (:func:`~dense_perception.core.settings.derived.depth_units_problem`, from the
+per run (:func:`~dense_perception.core.wiring.derived.depth_units_problem`, from the
 :class:`~dense_perception.offline.run.session.ModelSession`); here each input gets its
 configuration from the run's :class:`ScaleConfig` (its cameras' tracks each make a scaler of
 it). The estimation itself is

@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...core.settings.names import Syntax
+from ...core.setting_names import Syntax
 from ...core.settings.row import ParamSpec, SettingError
-from ...core.settings.derived import compressed_depth_problem
+from ...core.wiring.derived import compressed_depth_problem
 from ...core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from ..console import CliError
 

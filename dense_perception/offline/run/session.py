@@ -26,8 +26,9 @@ from ...core.pipeline import DensePipeline, load_pipeline
 from ...core.products import OUTPUT_GROUPS, available_groups, request_for
 from ...core.backends.runner import (ModelLoadError, check_model_file, litert_version,
                                     resolve_model_path)
-from ...core.settings.derived import (compression_config, default_confidence, depth_options,
-                             depth_units_problem, estimates_scale, scale_config)
+from ...core.wiring.derived import (compression_config, default_confidence, depth_options,
+                                    depth_units_problem, estimates_scale, motion_config,
+                                    scale_config)
 from ...core.settings.table import Settings
 from ...core.timing import StageTimer
 from ..inputs.camera_yaml import load_camera_info_yaml
@@ -38,7 +39,6 @@ from ..options.process_options import ProcessOptions
 from ..inputs.poses import load_poses
 from ..options.scale_options import ScaleOptionError, scale_for
 from ...core.camera_track import TrackSetup
-from ...core.motion.camera_motion import motion_config
 from ..options.settings_args import DEPTH_FORMATS, OFFLINE
 
 GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
@@ -107,7 +107,7 @@ class ModelSession:
         self.options, self.overlap = options, overlap
         self.model_path = resolve_model_path(settings.model_path)
         signature = check_model_file(self.model_path)
-        # What the settings give each part, made once (core/settings/derived.py).
+        # What the settings give each part, made once (core/wiring/derived.py).
         depth = depth_options(settings)
         self.spec: ModelSpec = detect_model_spec(
             signature.input_shapes, signature.output_shapes, settings.model_type,

@@ -3,7 +3,7 @@
 """The allowed values of the choice settings, the limits of a few ranges and their checks, and
 the GPU worker's default limits.
 
-The settings table (:mod:`.table`) shows them and the parts that act on them (fit, metric
+The settings table (:mod:`.settings.table`) shows them and the parts that act on them (fit, metric
 scale, depth model, backends, products, the point cloud) check against them. They live here,
 below both, so that the table imports no backend and no OpenCV (``make docs`` runs without
 either). This module imports nothing of the package.

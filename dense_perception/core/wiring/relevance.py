@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Where each setting of the table acts: the one rule for "this setting does nothing here".
 
-Every row of the settings table (:data:`~.table.PARAMS`) has a rule in :data:`SCOPE`:
+Every row of the settings table (:data:`~..settings.table.PARAMS`) has a rule in :data:`SCOPE`:
 given a run (:class:`Where`: the model's kind, whether its depth is metric, the input's kind,
 whether a calibration file, the compressed formats or the camera's motion are there) and its
 settings, why the setting does nothing, or None where it acts. A row without a rule fails
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..scale.metric_scale import ESTIMATED_SOURCES
-from .names import NODE, Syntax
+from ..setting_names import NODE, Syntax
 from .derived import per_camera_heights
-from .table import PARAMS, Settings
+from ..settings.table import PARAMS, Settings
 
 TOPIC = "topic"  # the node's input: a camera topic
 INPUT_WORDS = {TOPIC: "a camera topic", "bag": "a bag", "video": "a video",

@@ -1,6 +1,6 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""From the checked :class:`~.table.Settings` to the configuration of each part that
+"""From the checked :class:`~..settings.table.Settings` to the configuration of each part that
 uses them (pipeline, metric scale, backend, depth model, compressed topics, each camera of the
 node), and the rules between settings. The node and ``dense-perception process`` both go
 through here, so the two front ends cannot map a setting differently.
@@ -22,12 +22,12 @@ from ..backends.runner import BackendConfig
 from ..camera_track import TrackSetup
 from ..compressed import CompressionConfig, representable_depth
 from ..model.depth_network import DepthOptions
-from ..motion.camera_motion import MotionConfig, motion_config
+from ..motion.camera_motion import MotionConfig
 from ..frame_data import PipelineConfig
 from ..products import OutputGroup
 from ..scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
-from .names import NODE, Syntax
-from .table import PARAMS_BY_NAME, Settings, camera_names
+from ..setting_names import NODE, Syntax
+from ..settings.table import PARAMS_BY_NAME, Settings, camera_names
 
 # What the node adds to a settings problem it cannot start with.
 NODE_FIX = "Fix it in the config YAML or with -p name:=value."
@@ -56,6 +56,14 @@ def scale_config(settings: Settings, per_frame: bool = False,
     config = ScaleConfig(**{f: getattr(settings, name) for f, name in SCALE_FIELDS.items()},
                          per_frame=per_frame)
     return config if camera_height is None else replace(config, camera_height=camera_height)
+
+
+def motion_config(settings: Settings) -> MotionConfig:
+    """The camera's motion settings: temporal alignment, the motion scale and its clock."""
+    return MotionConfig(temporal_alignment=settings.temporal_alignment,
+                        min_baseline=settings.motion_scale_min_baseline,
+                        scale_map=settings.motion_scale_map,
+                        clock_offset=settings.pose_clock_offset)
 
 
 def backend_config(settings: Settings) -> BackendConfig:
@@ -210,6 +218,6 @@ def node_setup(settings: Settings, metric_depth: bool) -> NodeSetup:
     heights = camera_heights(settings)
     scales = [scale_config(settings, camera_height=h) if estimated else None for h in heights]
     span = reference_span(settings)
-    motion = motion_config(settings)  # (core/motion: the last call handed the settings)
+    motion = motion_config(settings)
     return NodeSetup(tuple(CameraSetup(name, height, scale, motion, span)
                            for name, height, scale in zip(names, heights, scales)), problem)
