@@ -124,3 +124,5 @@ class PipelineConfig:
     input_rectified: bool = False  # images are image_rect (use P), not image_raw (K and D)
     host_threads: int = 0  # threads for the host work around inference; 0 = auto (host_threads)
     points_voxel_size: float = 0.0  # m; one point (the nearest) per cube; 0 = off
+    # (name, value) of each setting an added product's compute step reads (Product.settings)
+    product_settings: tuple[tuple[str, Any], ...] = ()

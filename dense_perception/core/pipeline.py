@@ -262,9 +262,10 @@ class DensePipeline:
             # file set ever holds two units (the colour view above has no unit and stays).
             products.depth = None
             products.withheld = f"depth and points withheld: {products.scale.units()}"
+        values = dict(self.config.product_settings)  # the settings their steps read
         for product in added_products():  # rows of the products table with their own step
             if product.key in request.extra:
-                value = product.compute(products)
+                value = product.compute(products, values)
                 if value is not None:
                     products.extra[product.key] = value
         return products

@@ -72,7 +72,11 @@ class Product:
     needs: tuple[str, ...] = ()  # the products its compute step reads (computed with it)
     # The compute step of a product added by a row alone: finished Products -> H x W array on
     # the published grid (None: not made this frame). Built-in rows: core/pipeline.py.
-    compute: Callable[[Any], Any] | None = None
+    compute: Callable[..., Any] | None = None
+    # The settings its compute step reads (names of the settings table): it is then called
+    # compute(products, values), values {name: the setting's value in force}, so a runtime
+    # change reaches it from the next frame on.
+    settings: tuple[str, ...] = ()
 
 
 GROUPS: dict[str, Group] = {g.name: g for g in (
@@ -116,6 +120,7 @@ _BUILT_IN = frozenset(PRODUCTS)  # the rows above: unregister leaves them
 
 _listeners: list[Callable[[], None]] = []
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_SETTING = re.compile(r"[a-z][a-z0-9_]*")  # a settings table name: a ROS parameter's
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a ROS name token: no leading digit
 # The Products.extra entry that holds a frame's skipped products ({key: Skip}); no key can
 # be this name (keys are checked by register).
@@ -148,7 +153,8 @@ def register(product: Product) -> None:
     ValueError (one line) unless the row can work: a new key (letters, digits, ``_``), a ROS
     topic name no other row has once its slashes are normalised (:func:`normal_topic`), a known
     group, known ``needs``, a ``compute`` step (the pipeline computes only the built-in rows
-    itself), an image message with one of :data:`ENCODINGS`, and a ``file`` form that writes
+    itself), ``settings`` that are setting names (that they are in the settings table is
+    checked where the settings are read: ``core/wiring/derived.py``), an image message with one of :data:`ENCODINGS`, and a ``file`` form that writes
     that encoding unchanged. The row is stored with its topic normalised and its compute step
     checked at run time: see :func:`checked_step`.
     """
@@ -183,6 +189,11 @@ def _problem(row: Product, given_topic: str) -> str:
         return f"needs unknown product(s) {', '.join(unknown)}"
     if row.computed and row.compute is None:
         return "it needs its compute step"
+    odd = [name for name in row.settings if not _SETTING.fullmatch(name)]
+    if odd:
+        return f"settings {odd} are not setting names (lower-case letters, digits and '_')"
+    if row.settings and row.compute is None:
+        return "only a compute step reads settings"
     if row.message not in MESSAGES:
         return f"message '{row.message}' is not one of {', '.join(MESSAGES)}"
     return _encoding_problem(row)
@@ -246,9 +257,10 @@ def checked_step(row: Product) -> Callable[[Any], Any]:
     """
     step = row.compute
 
-    def checked(products: Any) -> Any:
+    def checked(products: Any, values: dict[str, Any] | None = None) -> Any:
         try:
-            value = step(products)
+            value = step(products, {name: (values or {})[name] for name in row.settings}) \
+                if row.settings else step(products)
         except Exception as exc:  # noqa: BLE001 - a plugin's fault, reported and skipped
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             return _skip(products, row.key, f"raised {type(exc).__name__}",

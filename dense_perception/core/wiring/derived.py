@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..backends.runner import BackendConfig
 from ..camera_track import TrackSetup
@@ -24,6 +24,7 @@ from ..compressed import CompressionConfig, representable_depth
 from ..model.depth_network import DepthOptions
 from ..motion.camera_motion import MotionConfig
 from ..frame_data import PipelineConfig
+from ..product_table import PRODUCTS
 from ..products import OutputGroup
 from ..scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
 from ..setting_names import NODE, Syntax
@@ -44,8 +45,22 @@ SCALE_FIELDS = {"source": "depth_scale_source", "fixed_scale": "relative_depth_s
 
 # ---- the configuration of each part ---------------------------------------------------------
 def pipeline_config(settings: Settings) -> PipelineConfig:
-    """The pipeline's settings."""
-    return PipelineConfig(**{f.name: getattr(settings, f.name) for f in fields(PipelineConfig)})
+    """The pipeline's settings, with the values of those the added products read."""
+    return PipelineConfig(**{f.name: getattr(settings, f.name) for f in fields(PipelineConfig)
+                             if f.name != "product_settings"},
+                          product_settings=product_settings(settings))
+
+
+def product_settings(settings: Settings) -> tuple[tuple[str, Any], ...]:
+    """(name, value) of every setting a row of the products table reads
+    (``Product.settings``); ValueError (one line) for a name that is no setting."""
+    names = sorted({name for row in PRODUCTS.values() for name in row.settings})
+    unknown = [name for name in names if name not in PARAMS_BY_NAME]
+    if unknown:
+        rows = sorted(row.key for row in PRODUCTS.values() if set(row.settings) & set(unknown))
+        raise ValueError(f"product(s) {', '.join(rows)} read {', '.join(unknown)}, which no "
+                         "setting is called (docs/parameters.md lists them)")
+    return tuple((name, getattr(settings, name)) for name in names)
 
 
 def scale_config(settings: Settings, per_frame: bool = False,
