@@ -71,6 +71,34 @@ def test_a_posed_folder_is_one_sequence_with_the_trajectorys_times(tmp_path, cap
     assert summary["frames"] == 3 and summary["poses"] == str(traj)
 
 
+def test_the_jump_limit_reaches_the_alignment_of_a_moving_camera(tmp_path, capsys):
+    """A camera driving 0.3 m a frame towards a wall of one colour (the TIPSv2 stand-in's depth
+    is its colour's, every frame alike): within the default jump of 0.5 m each frame is fused
+    with the last one moved 0.3 m nearer, so it differs from the colour's depth; with
+    --temporal-max-translation 0.2 each frame is a jump and is its own depth."""
+    from support.bag_maker import tips_depth
+    from support.common import TIPS_TEST_MODEL
+    colour = (120, 120, 120)
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(3):
+        cv2.imwrite(str(folder / f"f{i}.png"), np.full((48, 64, 3), colour, np.uint8))
+    traj = tmp_path / "t.tum"
+    traj.write_text("".join(f"{i / 10:.6f} 0 0 {0.3 * i} 0 0 0 1\n" for i in range(3)))
+    last = {}
+    for limit in ("0.5", "0.2"):
+        out = tmp_path / f"out{limit}"
+        code, _, stderr = run(["process", folder, "--model", TIPS_TEST_MODEL, "--out", out,
+                               "--poses", traj, "--outputs", "depth", "--output-resolution",
+                               "input", "--temporal-max-translation", limit], capsys)
+        assert code == 0, stderr
+        last[limit] = np.load(out / "depth" / "f2.npy")
+    own = tips_depth(colour)
+    np.testing.assert_allclose(last["0.2"][np.isfinite(last["0.2"])], own, rtol=1e-4)
+    fused = last["0.5"][np.isfinite(last["0.5"])]
+    assert np.median(np.abs(fused / own - 1)) > 0.02
+
+
 def test_a_folder_named_by_stamps_matches_the_trajectory_by_stamp(tmp_path, capsys):
     """Frames named by their stamps (as TUM RGB-D names them) and a trajectory with a line for
     some of them: the lines go to the frames whose stamps they carry, and the summary says

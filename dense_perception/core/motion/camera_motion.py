@@ -31,7 +31,7 @@ class MotionConfig:
     temporal_alignment: bool = True
     min_baseline: float = 0.1           # motion_scale_min_baseline (m)
     scale_map: bool = True              # motion_scale_map
-    max_translation: float = 0.5        # m between two frames: more is a jump
+    max_translation: float = 0.5        # temporal_max_translation (m): more is a jump
     clock_offset: float = 0.0           # pose_clock_offset (s); 0 = measured from the flow
 
 

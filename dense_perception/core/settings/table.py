@@ -142,6 +142,11 @@ class Settings(ModelSettings):
         "flicker), anchored to the frame's own scale; it starts afresh on a jump and says "
         "why. Frames without a pose are published as they are.",
         runtime=True, offline="--temporal-alignment")
+    temporal_max_translation: float = setting(
+        0.5, "temporal_alignment: the largest camera motion (m) between two frames that is "
+        "still aligned; more is a jump, and the alignment starts afresh (a fast robot at a "
+        "low frame rate: raise it to its motion per frame).", low=0.01, high=100.0,
+        runtime=True, unit="m", offline="--temporal-max-translation")
     reference_depth_slop: float = setting(
         0.05, "reference_depth: largest stamp difference (s) "
         "between an image and the reference depth used for it.", low=0.0, high=10.0,

@@ -78,7 +78,8 @@ def motion_config(settings: Settings) -> MotionConfig:
     return MotionConfig(temporal_alignment=settings.temporal_alignment,
                         min_baseline=settings.motion_scale_min_baseline,
                         scale_map=settings.motion_scale_map,
-                        clock_offset=settings.pose_clock_offset)
+                        clock_offset=settings.pose_clock_offset,
+                        max_translation=settings.temporal_max_translation)
 
 
 def backend_config(settings: Settings) -> BackendConfig:

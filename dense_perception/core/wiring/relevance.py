@@ -200,6 +200,9 @@ SCOPE: dict[str, Rule] = {
     "motion_scale_map": scale_setting("motion"),
     "pose_clock_offset": scale_setting("motion"),
     "temporal_alignment": MOVING,
+    "temporal_max_translation": all_of(MOVING, unless(
+        lambda s, w: not s.temporal_alignment,
+        lambda s, x: f"with {x.phrase('temporal_alignment', 'false')}: nothing is aligned")),
     "reference_depth_slop": scale_setting("reference_depth"),
     # max_depth with relative depth is refused outright (metric_scale.relative_output_problem)
     "max_depth": any_of(POINTS, scale_setting(*ESTIMATED_SOURCES)),
