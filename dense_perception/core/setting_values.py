@@ -19,6 +19,8 @@ OUTPUT_RESOLUTIONS = ("model", "input")
 
 # Where relative depth's metres come from (scale/metric_scale.py).
 SCALE_SOURCES = ("none", "fixed", "ground_plane", "reference_depth", "motion")
+# depth_scale_check: a second source beside motion or reference_depth (core/scale/cross_check.py)
+SCALE_CHECKS = ("none", "ground_plane")
 
 # How a ``model_type: depth`` file reads its input and output (model/depth_network.py).
 NORMALIZATIONS = ("unit", "imagenet", "custom")

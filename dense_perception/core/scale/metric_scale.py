@@ -3,8 +3,7 @@
 """Metric scale for relative depth (DA3, model_type depth): the sources, the temporal filter, and
 what a frame's scale is (its report, diagnostics and the run's tally).
 
-DA3-Small's depth is right only up to one unknown factor per image. This module turns it into
-metres, without ROS:
+DA3-Small's depth is right up to one unknown factor per image; this turns it into metres:
 
 * :func:`~.estimators.ground_plane_scale`: the floor the robot stands on, the level plane at
   the foot of the view in the relative point cloud of its lower part (RANSAC,
@@ -12,17 +11,17 @@ metres, without ROS:
   distance from the optical centre (no IMU, no TF).
 * :func:`~.estimators.reference_scale`: median of metric / relative ratios over the pixels of a
   registered metric depth image (LiDAR projection, ToF, stereo), outliers rejected in log space.
-* :class:`ScaleFilter` (:mod:`.scale_filter`): a robust exponential filter in log space with a
-  time constant, a step detector for scene changes, and "hold the last good scale" when a frame
-  gives none, for at most ``max_age`` seconds.
-* :class:`DepthScaler`: one of the sources plus the filter (or, for unrelated photos, each
-  frame's own estimate); what the node, the offline command and the bench call once per frame.
+* :class:`ScaleFilter` (:mod:`.scale_filter`): a robust exponential filter in log space with
+  a step detector and the variance of its scale (a held one expires by its error).
+* :class:`DepthScaler`: one of the sources (and ``depth_scale_check``'s second,
+  :mod:`.cross_check`) plus the filter, or, for unrelated photos, each frame's own estimate;
+  what the node, the offline command and the bench call once per frame.
 
 Scale only, no shift: DA3's any-view models (Small included) predict depth along with camera
 rays, so depth x ray is a 3D point cloud that is right up to a similarity (the multi-view
 training fixes geometry, not units). A shift would bend that geometry (planes would stop being
-planes), and a scale-only ratio is robust with sparse references, where a least-squares
-scale + shift is pulled by outliers and ill-conditioned when the references span little depth.
+planes), and a scale-only ratio is robust with sparse references, where a least-squares scale
++ shift is pulled by outliers and ill-conditioned on references spanning little depth.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ import numpy as np
 
 from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
+from .cross_check import cross_check
 from .estimators import Estimate, ground_plane_scale, reference_scale
 from .model_metres import ModelMetres, measured
 from .scale_filter import ScaleFilter
@@ -72,11 +72,14 @@ class ScaleConfig:
     max_scale_error: float = 0.08     # metres only while 2 sigma of the scale is within this
     metric_error: float = 0.15        # a metric network's own relative error (metric_depth_error)
     max_depth: float = 0.0            # metres; an estimate putting the view beyond it is refused
+    check: str = "none"               # depth_scale_check: a second source (ground_plane)
 
     def problem(self, syntax: Syntax = NODE) -> str | None:
         """Why these settings cannot work together, or None (settings named in ``syntax``)."""
-        if self.source == "ground_plane" and not self.camera_height > 0:
-            return (f"{syntax.phrase('depth_scale_source', 'ground_plane')} needs "
+        floor = "depth_scale_source" if self.source == "ground_plane" else \
+            "depth_scale_check" if self.check == "ground_plane" else ""
+        if floor and not self.camera_height > 0:
+            return (f"{syntax.phrase(floor, 'ground_plane')} needs "
                     f"{syntax.name('camera_height')}: the optical centre's height above the "
                     f"floor in metres (e.g. {syntax.example('camera_height', 0.35)})")
         return None  # each value alone is checked in the settings table
@@ -285,11 +288,17 @@ class DepthScaler:
         else:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
+        check_disagrees = False  # a second source (depth_scale_check) beside the first
+        if config.check == "ground_plane" and config.source != "ground_plane":
+            est, check_disagrees = cross_check(est, ground_plane_scale(
+                depth, k, config.camera_height, config.max_tilt_deg, config.min_inlier_ratio),
+                config.source, config.check)
         est = beyond_max_depth(est, depth, config.source, config.max_depth)
         model_disagrees, own_only = False, False
         if metric_model:  # the network's own metres, where nothing measured them
             own_only = not measured(est)
             est, model_disagrees = self.model.fuse(est, config.source, config.metric_error)
+        disagrees = model_disagrees or check_disagrees
         if config.per_frame:
             too_unsure = "" if est.scale is None else error_bound_problem(est.sigma, config)
             bounded_out = bool(too_unsure)
@@ -298,10 +307,12 @@ class DepthScaler:
             self.last = ScaleReport(config.source, scale, scale is not None, est.scale,
                                     est.inlier_ratio, reason=reason, per_frame=True,
                                     guessed=guessed, sigma=est.sigma, estimate_sigma=est.sigma,
-                                    bounded_out=bounded_out, disagrees=model_disagrees,
+                                    bounded_out=bounded_out, disagrees=disagrees,
                                     metric_model=metric_model)
             return self.last
         scale = self.filter.update(t, None if own_only else est.scale, est.sigma)
+        if check_disagrees:
+            scale = None  # the two sources disagree: neither, nor the scale held, is trusted
         good_t = self.filter.last_good_t
         age = None if good_t is None else max(t - good_t, 0.0)
         sigma = self.filter.sigma
@@ -320,7 +331,7 @@ class DepthScaler:
             stale=age is not None and age > STALE_TIME_CONSTANTS * config.time_constant,
             expired=self.filter.expired, max_age_s=config.max_age, guessed=guessed,
             restarted=restarted, sigma=sigma, estimate_sigma=est.sigma,
-            bounded_out=bounded_out, disagrees=self.filter.disagrees or model_disagrees,
+            bounded_out=bounded_out, disagrees=self.filter.disagrees or disagrees,
             clock_offset=est.clock_offset, metric_model=metric_model)
         return self.last
 

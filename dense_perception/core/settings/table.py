@@ -23,8 +23,8 @@ from ..motion.odometry import mountings_problem
 from .model_table import ModelSettings
 from ..setting_names import NODE, Syntax
 from .row import ParamSpec, SettingError, setting
-from ..setting_values import (DEPTH_ENCODINGS, FIT_MODES, OUTPUT_RESOLUTIONS, SCALE_SOURCES,
-                              voxel_size_problem)
+from ..setting_values import (DEPTH_ENCODINGS, FIT_MODES, OUTPUT_RESOLUTIONS, SCALE_CHECKS,
+                              SCALE_SOURCES, voxel_size_problem)
 
 INPUT_QOS = ("auto", "sensor_data", "reliable")
 MODEL_STATUS = "model"  # the shared model's diagnostics status: <node>: model (not a camera)
@@ -80,6 +80,13 @@ class Settings(ModelSettings):
         "the camera's motion: odometry, offline --poses). Metric models ignore it.",
         choices=SCALE_SOURCES,
         offline="--depth-scale-source")
+    depth_scale_check: str = setting(
+        "none", "A second scale source beside depth_scale_source motion or reference_depth, "
+        "in the same filter: ground_plane (camera_height above a flat floor). Where both "
+        "measure, each counts by its error; where they disagree beyond both errors the frame "
+        "is withheld with the reason (a trajectory twice too long, a wrong camera_height), "
+        "which neither source can tell alone.", choices=SCALE_CHECKS,
+        offline="--depth-scale-check")
     camera_height: float = setting(
         0.0, "Height (m) of the camera's optical centre above the floor; "
         "needed by depth_scale_source: ground_plane.", low=0.0, high=1000.0, runtime=True,

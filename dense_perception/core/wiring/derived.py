@@ -40,7 +40,7 @@ SCALE_FIELDS = {"source": "depth_scale_source", "fixed_scale": "relative_depth_s
                 "max_age": "depth_scale_max_age", "max_tilt_deg": "ground_max_tilt_deg",
                 "min_inlier_ratio": "depth_scale_min_inliers",
                 "max_scale_error": "max_scale_error", "metric_error": "metric_depth_error",
-                "max_depth": "max_depth"}
+                "max_depth": "max_depth", "check": "depth_scale_check"}
 
 
 # ---- the configuration of each part ---------------------------------------------------------

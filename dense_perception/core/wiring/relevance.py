@@ -25,6 +25,7 @@ from .derived import per_camera_heights
 from ..settings.table import PARAMS, Settings
 
 TOPIC = "topic"  # the node's input: a camera topic
+CHECKED_SOURCES = ("motion", "reference_depth")  # what depth_scale_check checks
 INPUT_WORDS = {TOPIC: "a camera topic", "bag": "a bag", "video": "a video",
                "images": "a folder of images", "image": "an image file"}
 
@@ -62,17 +63,26 @@ def model_kinds(*kinds: str) -> Rule:
     return rule
 
 
+def sources_in_force(settings: Settings) -> set[str]:
+    """The scale sources a run measures with: depth_scale_source, and depth_scale_check's
+    beside motion or reference_depth."""
+    checked = settings.depth_scale_source in CHECKED_SOURCES
+    return {settings.depth_scale_source} | (
+        {settings.depth_scale_check} if checked and settings.depth_scale_check != "none" else
+        set())
+
+
 def scale_setting(*sources: str) -> Rule:
-    """A scale setting: read with these depth_scale_source values (no values: the source
-    itself). A metric model reads only the estimated sources' settings: they check its
-    metres."""
+    """A scale setting: read with these depth_scale_source values, or depth_scale_check's
+    (no values: the source itself). A metric model reads only the estimated sources' settings:
+    they check its metres."""
     def rule(settings: Settings, where: Where, syntax: Syntax) -> str | None:
         estimated = set(ESTIMATED_SOURCES)
         if where.metric_depth and (set(sources).isdisjoint(estimated) if sources else
                                    settings.depth_scale_source not in estimated):
             return (": this model's depth is metric (only an estimated depth_scale_source, "
                     f"{', '.join(ESTIMATED_SOURCES)}, acts on it: it checks its metres)")
-        if sources and settings.depth_scale_source not in sources:
+        if sources and sources_in_force(settings).isdisjoint(sources):
             return (f"with {syntax.phrase('depth_scale_source', settings.depth_scale_source)} "
                     f"(it is read by {' and '.join(sources)})")
         return None
@@ -186,6 +196,7 @@ SCOPE: dict[str, Rule] = {
     "fit": always, "output_resolution": always,
     "relative_depth_scale": scale_setting("fixed", "none"),
     "depth_scale_source": scale_setting(),
+    "depth_scale_check": scale_setting(*CHECKED_SOURCES),
     "camera_height": HEIGHT, "camera_heights": _heights,
     "depth_scale_time_constant": all_of(scale_setting(*ESTIMATED_SOURCES), FILTERED),
     "depth_scale_max_age": all_of(scale_setting(*ESTIMATED_SOURCES), FILTERED),

@@ -1,0 +1,47 @@
+# Copyright 2026 The dense_perception authors
+# SPDX-License-Identifier: Apache-2.0
+"""``depth_scale_check``: a second scale source beside the first, in the same filter.
+
+A robot with odometry and a camera at a known height above its floor has two measurements of
+one scale: the motion's (or a reference depth's) and the floor's. Where both measure, they are
+fused by their errors (inverse variance in log scale), so the scale is surer than either. Where
+they disagree beyond 3 standard errors of both, one of them is wrong in a way it cannot see
+itself (a trajectory twice too long, poses of another frame, a wrong ``camera_height``): the
+frame is withheld with both values and the likely causes, never published with either. Where
+only one measures, it is the frame's estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .estimators import Estimate
+
+DISAGREE_SIGMAS = 3.0  # beyond this many standard errors of both, the two disagree
+# What each source's scale rests on: what to check when it disagrees with another.
+RESTS_ON = {"motion": "are the poses in metres, of this camera's optical frame?",
+            "reference_depth": "is the reference depth in metres and registered to the camera?",
+            "ground_plane": "is camera_height right, and is the floor in view the robot's?"}
+
+
+def cross_check(first: Estimate, check: Estimate, source: str, check_source: str
+                ) -> tuple[Estimate, bool]:
+    """(this frame's estimate, whether the two disagree) from the first source's estimate and
+    the check's (both with their relative errors, log scale)."""
+    if first.scale is None or not first.sigma:
+        return (first, False) if check.scale is None or not check.sigma else \
+            (replace(check, reason=""), False)
+    if check.scale is None or not check.sigma:
+        return first, False
+    gap = math.log(first.scale / check.scale)
+    if abs(gap) > DISAGREE_SIGMAS * math.hypot(first.sigma, check.sigma):
+        return Estimate(None, reason=(
+            f"{source}'s scale is {math.exp(gap):.2f}x {check_source}'s, beyond both errors "
+            f"(2 sigma {200 * first.sigma:.0f} % and {200 * check.sigma:.0f} %): withheld; "
+            f"{RESTS_ON.get(source, '')} {RESTS_ON.get(check_source, '')}").rstrip(),
+            clock_offset=first.clock_offset), True
+    w_first, w_check = first.sigma ** -2, check.sigma ** -2
+    fused = (w_first * math.log(first.scale) + w_check * math.log(check.scale)) / \
+        (w_first + w_check)
+    return replace(first, scale=math.exp(fused), sigma=(w_first + w_check) ** -0.5), False
