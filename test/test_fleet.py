@@ -252,11 +252,12 @@ def test_two_attempts_never_share_a_folder_and_the_first_rename_wins(tmp_path):
     own folder, the first to rename it into place wins (replacing an older run's output), the
     second leaves that output as it is and removes its own copy."""
     from dense_perception.offline.fleet import jobs, plan
+    from dense_perception.offline.run.run_plan import make_plan
     from dense_perception.offline.run.session import ModelSession
     bag, out = write_bag(tmp_path / "a", "mcap", frames=2), tmp_path / "out"
     settings, options = parsed(str(bag), "--out", str(out), *map(str, OPTIONS))
-    session = ModelSession(settings, options)
-    key = plan.job_key(settings, options, session.model_path, session.groups)
+    session = ModelSession(make_plan(settings, options))
+    key = plan.job_key(settings, options, session.plan.model_path, list(session.plan.groups))
     final = out / fleet_output_name(bag)
 
     older, = plan.make_jobs([bag], out, key, "000000000001")

@@ -32,6 +32,7 @@ from .fleet.plan import first_kind, fleet_inputs
 from .fleet.run import run_fleet
 from .options.flag_relevance import check_bag_options, check_flags
 from .inputs.sources import BAG_COMPRESSED
+from .run.run_plan import make_plan
 from .run.session import COPY_MODES, ModelSession, default_out, input_kind
 from .options.process_options import ProcessOptions
 from .options.scale_options import ScaleOptionError, add_scale_arguments
@@ -144,9 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_process(args: argparse.Namespace,
                 after_frame: Callable[[int], None] | None = None,
                 watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """``process``: the run's options and settings, each made and checked once, and the model
-    session; then one input (``ModelSession.process_input``), or many (``fleet.run.run_fleet``)
-    when given several, a glob, a list or a Ray option. Nothing below sees ``args``."""
+    """``process``: the run's options and settings, each made and checked once, its plan
+    (``run.run_plan.make_plan``) and the model session; then one input
+    (``ModelSession.process_input``), or many (``fleet.run.run_fleet``) when given several, a
+    glob, a list or a Ray option. Nothing below sees ``args``, nor below the plan the options'
+    raw values."""
     from .inputs.bag_io import BagError
     from .inputs.file_io import InputError
     try:
@@ -162,8 +165,9 @@ def cmd_process(args: argparse.Namespace,
         kind = first_kind if options.many else input_kind
         kinds = [kind(path) for path in paths]  # a flag no input reads is refused
         check_bag_options(options, kinds)
-        session = ModelSession(settings, options, scale_check_kind=lambda: kind(paths[0]))
-        check_flags(settings, given, session.spec, options, kinds)
+        plan = make_plan(settings, options, scale_check_kind=lambda: kind(paths[0]))
+        check_flags(settings, given, plan.spec, options, kinds)
+        session = ModelSession(plan)
         if options.many:
             return run_fleet(session, paths, watch)
         out_path = Path(options.out) if options.out else default_out(paths[0])

@@ -14,8 +14,9 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   T = 1 a worker runs each frame's stages one after another (the in-process path overlaps
   inference with finishing and writing on a second thread, which would take a second core);
   with T >= 2 it overlaps them.
-- Each actor gets the run's settings and options (frozen dataclasses, pickled), builds a
-  ``ModelSession`` (model loaded once) and runs ``jobs.run_one`` for whole inputs, the
+- Each actor gets the run's plan (``run.run_plan.RunPlan``, a frozen dataclass, pickled: the
+  model's kind, each part's configuration, the trajectory and the calibration read once on
+  the driver), builds a ``ModelSession`` (model loaded once) and runs ``jobs.run_one`` for whole inputs, the
   in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
   of memory, node lost) is restarted by Ray (``max_restarts``) and the input is retried once,
@@ -37,8 +38,7 @@ from typing import Any, Callable
 
 from ..console import CliError, warn
 from .jobs import job_row, with_attempt
-from ..options.process_options import ProcessOptions
-from ...core.settings.table import Settings
+from ..run.run_plan import RunPlan
 
 POLL_S = 0.25  # how often the driver asks the actors how many frames they did (progress bar)
 
@@ -51,10 +51,10 @@ def _worker_class(ray: Any) -> Any:
         """Loads the model once; processes whole inputs; answers progress queries meanwhile
         (max_concurrency=2: ``state`` runs while ``process`` does)."""
 
-        def __init__(self, settings: Settings, options: ProcessOptions) -> None:
+        def __init__(self, plan: RunPlan) -> None:
             from dense_perception.offline.run.session import ModelSession
             # One CPU granted: no overlap thread, so N workers x 1 thread really use N cores.
-            self.session = ModelSession(settings, options, overlap=settings.num_threads > 1)
+            self.session = ModelSession(plan, overlap=plan.settings.num_threads > 1)
             self.session.pipeline()
             self.frames = 0
 
@@ -110,12 +110,14 @@ def size_workers(ray: Any, workers: int, threads: int, jobs: int) -> int:
     return max(1, min(n, jobs))
 
 
-def run_on_ray(settings: Settings, options: ProcessOptions, jobs: list[dict[str, Any]],
+def run_on_ray(plan: RunPlan, jobs: list[dict[str, Any]],
                progress: Callable[[int], None],
                finished: Callable[[dict[str, Any], int], None],
                watch: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run ``jobs`` on Ray actors, calling ``finished(row, index)`` as each input ends;
-    returns what the fleet summary says about the cluster."""
+    returns what the fleet summary says about the cluster. Each actor gets the run's ``plan``
+    (its calibration and trajectory read once, here), with the threads Ray grants it."""
+    options = plan.options
     try:
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
@@ -128,10 +130,9 @@ def run_on_ray(settings: Settings, options: ProcessOptions, jobs: list[dict[str,
         threads = options.threads_per_worker
         n = size_workers(ray, options.workers, threads, len(jobs)) if jobs else 0
         # A worker's LiteRT threads are the CPUs Ray grants it (--threads-per-worker).
-        worker_settings = settings.changed({"num_threads": threads})
         worker = _worker_class(ray).options(num_cpus=threads)
         started = time.monotonic()
-        actors = [worker.remote(worker_settings, options) for _ in range(n)]
+        actors = [worker.remote(plan.with_threads(threads)) for _ in range(n)]
         try:  # every actor has loaded the model (a model that cannot load fails here, once)
             ray.get([a.state.remote() for a in actors])
         except RayActorError as exc:

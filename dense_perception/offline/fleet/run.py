@@ -24,9 +24,10 @@ def run_fleet(session: ModelSession, paths: list[Path],
     """``process`` over many inputs (``paths``: :func:`~.plan.fleet_inputs`) with the session cli.py
     made: returns the exit status (see the module docstring)."""
     from tqdm import tqdm
-    options = session.options
+    plan = session.plan
+    options = plan.options
     out_dir = Path(options.out)
-    key = job_key(session.settings, options, session.model_path, session.groups)
+    key = job_key(plan.settings, options, plan.model_path, list(plan.groups))
     out_dir.mkdir(parents=True, exist_ok=True)
     run = uuid.uuid4().hex[:12]  # names this run's temporary folders and finished summaries
     removed = remove_leftovers(out_dir, run)
@@ -42,7 +43,7 @@ def run_fleet(session: ModelSession, paths: list[Path],
     started = time.monotonic()
     interrupted = False
     meta: dict[str, Any] = {"ray": None, "workers": 1,
-                            "threads_per_worker": session.settings.num_threads}
+                            "threads_per_worker": plan.settings.num_threads}
 
     def finished(row: dict[str, Any], index: int) -> None:
         rows[index] = row
@@ -51,7 +52,7 @@ def run_fleet(session: ModelSession, paths: list[Path],
     try:
         if options.ray is not None and jobs:
             from .ray_workers import run_on_ray
-            meta = run_on_ray(session.settings, options, jobs, bar.update, finished, watch)
+            meta = run_on_ray(plan, jobs, bar.update, finished, watch)
         else:
             for job in jobs:
                 row = run_one(session, job, bar.update)
@@ -67,7 +68,7 @@ def run_fleet(session: ModelSession, paths: list[Path],
         for job in jobs:
             if job["index"] not in rows:  # not reported back: finished meanwhile, or not
                 rows[job["index"]] = row_of_unreported(job)
-        report = {"model": session.model_path, "model_sha256": key["model_sha256"],
+        report = {"model": plan.model_path, "model_sha256": key["model_sha256"],
                   "options": key["options"], "run": run, **meta,
                   **tally([rows[i] for i in sorted(rows)], seconds, interrupted)}
         write_fleet_summary(out_dir, report)

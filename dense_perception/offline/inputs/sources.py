@@ -29,14 +29,13 @@ from .reference_depth import reference_stream
 
 
 class Session(Protocol):
-    """What an input reads of the run, made once per run by the session
-    (:class:`~dense_perception.offline.run.session.ModelSession`, which opens the inputs and
-    so stands above them): its settings and options, the output keys, the scale settings,
-    the calibration file and the trajectory."""
+    """What an input reads of the run: its plan, made once per run
+    (:class:`~dense_perception.offline.run.run_plan.RunPlan`): its settings and options, the
+    output keys, the scale settings, the calibration file and the trajectory."""
 
     settings: Settings
     options: ProcessOptions
-    keys: list[str]
+    keys: tuple[str, ...]
     depth_format: str                   # npy or png16 depth files
     compression: CompressionConfig
     scale: ScaleConfig | None           # None: the metric scale is not estimated

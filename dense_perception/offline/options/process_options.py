@@ -40,7 +40,7 @@ class ProcessOptions:
 
     inputs: tuple[str, ...] = ()
     out: str | None = None
-    outputs: str = _output("all")            # --outputs, as written (the groups: ModelSession)
+    outputs: str = _output("all")            # --outputs, as written (the groups: RunPlan)
     max_frames: int = _output(0)             # 0 = all
     camera_info_yaml: str | None = _output()
     topics: tuple[str, ...] = _output(())    # --topic, repeatable: () = the bag's only one

@@ -4,11 +4,11 @@
 configuration of each input.
 
 Kept apart from cli.py so the command only hooks them in. The scale settings are checked once
-per run (:func:`~dense_perception.core.wiring.derived.depth_units_problem`, from the
-:class:`~dense_perception.offline.run.session.ModelSession`); here each input gets its
+per run (:func:`~dense_perception.core.wiring.derived.depth_units_problem`, by
+:func:`~dense_perception.offline.run.run_plan.make_plan`); here each input gets its
 configuration from the run's :class:`ScaleConfig` (its cameras' tracks each make a scaler of
-it). The estimation itself is
-:mod:`dense_perception.core.scale.metric_scale`, the same code the node runs.
+it). The estimation itself is :mod:`dense_perception.core.scale.metric_scale`, the same code
+the node runs.
 """
 
 from __future__ import annotations

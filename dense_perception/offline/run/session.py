@@ -8,10 +8,10 @@ give a folder of files (see ``inputs/file_io.py``); a bag gives a new bag with t
 topics plus the node's output topics (see ``inputs/bag_io.py``). The frames go through
 ``loop.run_frames``.
 
-A :class:`ModelSession` holds the model, the run's settings and the command's options;
-:meth:`ModelSession.process_input` runs it over one input. cli.py makes the session once; one
-input is one ``process_input``, many inputs (``fleet``) one session per worker, loaded once, and
-``process_input`` per input, in this process or in a Ray actor.
+A :class:`ModelSession` holds the model and the run's plan (:mod:`.run_plan`, made once by
+cli.py); :meth:`ModelSession.process_input` runs it over one input. One input is one
+``process_input``; many inputs (``fleet``) one session per worker of the same plan, loaded
+once, and ``process_input`` per input, in this process or in a Ray actor.
 """
 
 from __future__ import annotations
@@ -19,52 +19,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ...core.model.specs import ModelSpec
-from ...core.model.detection import detect_model_spec
 from ...core.backends.native_log import quiet_native_stderr, with_gpu_reason
+from ...core.backends.runner import ModelLoadError, litert_version
 from ...core.pipeline import DensePipeline, load_pipeline
-from ...core.products import OUTPUT_GROUPS, available_groups, request_for
-from ...core.backends.runner import (ModelLoadError, check_model_file, litert_version,
-                                    resolve_model_path)
-from ...core.wiring.derived import (compression_config, default_confidence, depth_options,
-                                    depth_units_problem, estimates_scale, motion_config,
-                                    scale_config)
-from ...core.settings.table import Settings
 from ...core.timing import StageTimer
-from ..inputs.camera_yaml import load_camera_info_yaml
+from ...core.wiring.derived import default_confidence
 from ..console import PROG, CliError, warn
 from ..inputs.sources import open_input
 from .loop import run_frames
-from ..options.process_options import ProcessOptions
-from ..inputs.poses import load_poses
-from ..options.scale_options import ScaleOptionError, scale_for
-from ...core.camera_track import TrackSetup
-from ..options.settings_args import DEPTH_FORMATS, OFFLINE
+from .run_plan import RunPlan
 
-GROUP_ALIASES = {"segmentation": "seg", "labels": "seg", "point": "points", "cloud": "points"}
 COPY_MODES = ("all", "camera", "none")
 TIMER_WINDOW = 1_000_000  # keep every frame's stage times: summary.json covers the whole run
-
-
-def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:
-    """(groups, output keys) for ``--outputs`` on this model; CliError when it cannot give one."""
-    available = available_groups(spec)
-    if text.strip() in ("", "all"):
-        groups = available
-    else:
-        groups = []
-        for part in (p.strip().lower() for p in text.split(",") if p.strip()):
-            name = GROUP_ALIASES.get(part, part)
-            if name not in OUTPUT_GROUPS:
-                raise CliError(f"--outputs: '{part}' is unknown; use a comma-separated subset of "
-                               f"{', '.join(OUTPUT_GROUPS)}")
-            if name not in available:
-                raise CliError(f"--outputs: {spec.display_name} has no {name} output; it "
-                               f"gives: {', '.join(available)}")
-            if name not in groups:
-                groups.append(name)
-    keys = [k for g in groups for k in OUTPUT_GROUPS[g].products]
-    return groups, keys
 
 
 # ---- inputs -------------------------------------------------------------------------------------
@@ -88,51 +54,20 @@ def default_out(path: Path) -> Path:
 
 
 class ModelSession:
-    """The model, the run's settings and the command's options; the model is loaded once, on
-    first use.
+    """The model of a run and its plan (:class:`~.run_plan.RunPlan`: what the settings and
+    options give, made and checked once); the model is loaded once, on first use.
 
-    Creating one checks what the settings and options cannot check alone against the model
-    file (a missing or unsupported model fails before any input is opened): the metric-scale
-    settings (for inputs of the kind ``scale_check_kind()`` gives), the calibration file and
-    --outputs. :meth:`pipeline` loads the model; :meth:`process_input` runs it over one input.
+    :meth:`pipeline` loads the model; :meth:`process_input` runs it over one input. The single
+    run and each fleet worker (in this process or a Ray actor) hold one, all of one plan.
     """
 
-    def __init__(self, settings: Settings, options: ProcessOptions,
-                 scale_check_kind: Callable[[], str] | None = None, *,
-                 overlap: bool = True) -> None:
+    def __init__(self, plan: RunPlan, *, overlap: bool = True) -> None:
         # Overlap: the next frame's inference runs on a second thread while this one is
         # finished and written. A Ray worker granted one CPU turns it off, so that it uses one,
         # with one host thread.
-        self.settings = settings if overlap else settings.changed({"host_threads": 1})
-        self.options, self.overlap = options, overlap
-        self.model_path = resolve_model_path(settings.model_path)
-        signature = check_model_file(self.model_path)
-        # What the settings give each part, made once (core/wiring/derived.py).
-        depth = depth_options(settings)
-        self.spec: ModelSpec = detect_model_spec(
-            signature.input_shapes, signature.output_shapes, settings.model_type,
-            source=f"model file '{self.model_path}'", output_names=signature.output_names,
-            depth=depth, file=signature)
-        # The input's kind first: a missing input is said before what the settings lack.
-        kind = scale_check_kind() if scale_check_kind is not None else None
-        problem = depth_units_problem(settings, self.spec.metric_depth, OFFLINE)
-        if problem:
-            raise ScaleOptionError(problem)
-        # The run's scale settings (None: not estimated); each input gets its own scaler.
-        self.scale = scale_config(settings) if estimates_scale(
-            settings, self.spec.metric_depth) else None
-        self.compression = compression_config(settings)
-        self.trajectory = load_poses(options.poses)  # --poses: a bad file fails here
-        if kind is not None:  # checks the input kind
-            scale_for(self.scale, kind, options.reference_depth_topic,
-                      self.trajectory is not None)
-        # The calibration file (images, videos), read once: a bad one fails before any input.
-        self.camera_info = load_camera_info_yaml(
-            options.camera_info_yaml, settings.input_rectified) \
-            if options.camera_info_yaml else None
-        self.groups, self.keys = parse_outputs(options.outputs, self.spec)
-        self.request = request_for(self.keys, points_rgb=settings.points_rgb)
-        self.depth_format = DEPTH_FORMATS[settings.depth_encoding]  # npy or png16 files
+        self.plan = plan
+        self.settings = plan.settings if overlap else plan.settings.changed({"host_threads": 1})
+        self.overlap = overlap
         self.fallback = ""  # why the GPU was not used (backend auto), once loaded
         self._pipeline: DensePipeline | None = None
 
@@ -140,12 +75,12 @@ class ModelSession:
         """The loaded pipeline (LiteRT's native log captured unless --verbose)."""
         if self._pipeline is not None:
             return self._pipeline
-        verbose = self.options.verbose
+        verbose = self.plan.options.verbose
         notes: list[str] = []
         failure = None
         with quiet_native_stderr(not verbose) as native:
             try:
-                pipeline = load_pipeline(self.model_path, self.settings, log=notes.append)
+                pipeline = load_pipeline(self.plan.model_path, self.settings, log=notes.append)
             except ModelLoadError as exc:
                 failure = str(exc)
         if failure is not None:
@@ -160,12 +95,12 @@ class ModelSession:
 
     def describe(self) -> dict[str, Any]:
         """What summary.json says of the model and the run's settings (once loaded)."""
-        pipeline = self.pipeline()
-        runner = pipeline.runner
-        return {"model": {"path": self.model_path, "kind": self.spec.kind,
-                          "name": self.spec.display_name, "metric_depth": self.spec.metric_depth},
+        pipeline, plan = self.pipeline(), self.plan
+        runner, spec = pipeline.runner, plan.spec
+        return {"model": {"path": plan.model_path, "kind": spec.kind,
+                          "name": spec.display_name, "metric_depth": spec.metric_depth},
                 "backend": runner.description, "backend_note": self.fallback,
-                "litert": litert_version(), "outputs": self.groups,
+                "litert": litert_version(), "outputs": list(plan.groups),
                 "config": dict(vars(pipeline.config))}
 
     def process_input(self, in_path: Path, out_path: Path, *,
@@ -181,22 +116,18 @@ class ModelSession:
         raise.
         """
         from ..inputs import file_io
-        max_frames = self.options.max_frames
+        plan = self.plan
+        max_frames = plan.options.max_frames
         kind = input_kind(in_path)
         if out_path.resolve() == in_path.resolve():
             raise CliError(f"output '{out_path}' is the input; choose another --out")
-        # New tracks per input: each follows one camera's stream (a bag's cameras their own).
-        posed = self.trajectory is not None or (kind == "bag"
-                                                 and bool(self.options.odometry_topic))
-        track = TrackSetup(scale_for(self.scale, kind, self.options.reference_depth_topic,
-                                     self.trajectory is not None),
-                           motion_config(self.settings) if posed else None)
+        track = plan.track(kind)  # new per input: each follows one camera's stream
         file_io.check_new_output(out_path)
         timer = StageTimer(window=TIMER_WINDOW)
         summary: dict[str, Any] = {"input": str(in_path), "input_kind": kind,
                                    "output": str(final_out or out_path)}
         summary.update(extra_summary or {})
-        source = open_input(self, in_path, kind, timer, track)  # errors: nothing left behind
+        source = open_input(plan, in_path, kind, timer, track)  # errors: nothing left behind
         try:
             events = source.events()
             summary.update(source.summary)
@@ -208,13 +139,13 @@ class ModelSession:
             if pipeline.confidence_note() and not quiet and not default_confidence(
                     pipeline.config.points_min_confidence):
                 warn(pipeline.confidence_note())  # asked for, not the default: it can't act
-            summary.update(self.describe(), depth_format=self.depth_format)
+            summary.update(self.describe(), depth_format=plan.depth_format)
             target = source.target(out_path, summary)
             if not quiet:
-                print(f"{PROG}: {self.spec.display_name} on {pipeline.runner.description}"
+                print(f"{PROG}: {plan.spec.display_name} on {pipeline.runner.description}"
                       f"{' (GPU unavailable)' if self.fallback else ''}: "
                       f"{source.description} -> {out_path}", flush=True)
-            code = run_frames(pipeline, self.request, events, target, total, max_frames,
+            code = run_frames(pipeline, plan.request, events, target, total, max_frames,
                               after_frame, summary, source.track_of(), progress=progress,
                               quiet=quiet, overlap=self.overlap)
             return code, summary
