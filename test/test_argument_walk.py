@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The offline command's arguments walk down the package and do not keep coming back:
 followed with tools/checks/argument_walk.py (every call of the package's functions that is
-handed the argparse namespace, the Settings, the ProcessOptions or the ModelSession), the
+handed the argparse namespace, the Settings, the ProcessOptions, the RunPlan or the
+ModelSession), the
 one-input path and the many-input path through the code each visit a module again at most
 three times, each further input of a many-input run adds only the per-input loop, and the
 argparse namespace never leaves the command line's glue."""

@@ -10,7 +10,9 @@ call order, every call of a function defined in a module of ``dense_perception``
 arguments (positional or keyword, ``*args`` and ``**kwargs`` included, read from the frame's
 locals at its 'call' event; ``self`` excluded) include an object that carries the command's
 arguments: the argparse namespace, the ``Settings``, the command's options
-(``ProcessOptions``) or the ``ModelSession``. Consecutive calls in one module are one visit;
+(``ProcessOptions``), the run's ``RunPlan`` or the ``ModelSession`` (code the package did not
+write, such as a dataclass's generated ``__init__``, is not followed). Consecutive calls in
+one module are one visit;
 rooms are the distinct modules visited, re-entries the visits past the first to each room.
 
 Only this thread is followed: the frame loop's second thread (overlap) runs inference on
@@ -30,7 +32,7 @@ from typing import Any, Iterator, NamedTuple
 PACKAGE = "dense_perception"
 # The package's types that carry the command's arguments, by name: the same tool measures a
 # tree before they existed (a checkout of an older commit, through PYTHONPATH).
-CARRIERS = ("Settings", "ProcessOptions", "ModelSession")
+CARRIERS = ("Settings", "ProcessOptions", "RunPlan", "ModelSession")
 
 
 class Call(NamedTuple):
@@ -106,6 +108,8 @@ def walk(argv: list[str]) -> Walk:
         module = frame.f_globals.get("__name__", "")
         if module != PACKAGE and not module.startswith(PACKAGE + "."):
             return
+        if frame.f_code.co_filename.startswith("<"):
+            return  # generated code (a dataclass's __init__, storing its fields): no one's room
         carriers = tuple(type(v).__name__ for v in arguments(frame) if is_carrier(v))
         if carriers:
             # co_qualname (the class too) is Python 3.11+; 3.10 has the bare name

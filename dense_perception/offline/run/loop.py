@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ...core.camera_track import CameraTrack
 from ...core.product_table import skipped
-from ...core.scale.metric_scale import ScaleTally
+from ...core.scale.scale_tally import ScaleTally
 from ...core.pipeline import DensePipeline
 from ...core.frame_data import Request
 from ...core.scheduling.two_stage import OrderedTwoStage
