@@ -179,8 +179,9 @@ bench: torch-env
 	$(VENV)/bin/pip install -q pillow
 	$(PY) -m tools.bench.run --models $(BENCH_MODELS)
 	$(PY) -m tools.bench.wire
-	$(PY) -m tools.bench.motion
 	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
+	$(PY) -m tools.bench.motion --model "DA3 at 504=$(BENCH_MODELS)/menu/da3_cpu_280x504_fp32.tflite" \
+	  --model "TIPSv2=$(BENCH_MODELS)/tipsv2_class.tflite"
 
 # The host path through the node over DDS (the test models, 1280x720 bgr8 at 5 Hz, every
 # output subscribed and depth only): the node's stage means, host ms and host ceiling.

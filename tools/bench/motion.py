@@ -6,8 +6,11 @@ outputs, and the motion scale (two DIS flows at 320 px wide, the fit with its er
 clock's offset, each from the estimator's own stage timers), the scale map (on a full frame
 with a third of its pixels trusted) and the scale filter, on a painted textured scene seen along a hand-held-like path. Medians of
 interleaved rounds; the goals on the project's 2-core machine: the alignment <= 5 ms, the
-filter and the map together <= 8 ms. Run: ``make bench`` (one of its
-steps), or ``python -m tools.bench.motion --rounds 40``.
+filter and the map together <= 8 ms. Each stage is also given per second of 30 Hz video
+(ms of one core per second, every frame posed) and, with ``--model LABEL=PATH`` (``make bench``
+passes its real-size DA3 and TIPSv2 stand-ins), as a share of that model's own CPU inference
+on this machine. Run: ``make bench`` (one of its steps), or
+``python -m tools.bench.motion --rounds 40``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import time
 import cv2
 import numpy as np
 
+from dense_perception.core.backends.runner import BackendConfig, open_runner
 from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.motion.motion_scale import MotionScale
 from dense_perception.core.motion.scale_map import fit_scale_map
 from dense_perception.core.motion.pose import motion, pose_matrix
-from dense_perception.core.motion.temporal import TemporalAligner
+from dense_perception.core.motion.temporal import DepthUnit, TemporalAligner
 from dense_perception.core.motion.warp import tae
 from dense_perception.core.scale.scale_filter import ScaleFilter
 
@@ -31,6 +35,8 @@ WIDTH, HEIGHT = 504, 280
 K = Intrinsics(400.0, 400.0, 251.5, 139.5, WIDTH, HEIGHT)
 GOAL_MS = 5.0
 GOAL_MAP_FILTER_MS = 8.0
+VIDEO_HZ = 30.0
+MODEL_RUNS = 5  # timed inferences per model (after its warm-up)
 
 
 def scene(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -61,7 +67,7 @@ def bench(rounds: int) -> dict[str, float]:
     logs = rng.normal(0.0, 0.1, len(u))
     for i, (pose, depth, grey) in enumerate(frames):
         start = time.perf_counter()
-        fused, _ = aligner.align(i / 30, pose, depth, K, "m", 1.0)
+        fused, _ = aligner.align(i / 30, pose, depth, K, DepthUnit("fixed", True), 1.0)
         aligned = time.perf_counter()
         if i:
             tae(frames[i - 1][1], fused, K, motion(frames[i - 1][0], pose))
@@ -87,18 +93,37 @@ def bench(rounds: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in times.items()}
 
 
+def model_ms(path: str) -> float:
+    """Median ms of one CPU inference of the model at ``path`` (LiteRT, the default threads)."""
+    runner = open_runner(path, BackendConfig("cpu"), log=lambda *_: None)
+    times = []
+    for _ in range(MODEL_RUNS):
+        start = time.perf_counter()
+        runner.run()
+        times.append(1000 * (time.perf_counter() - start))
+    runner.close()
+    return statistics.median(times)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--model", action="append", default=[], metavar="LABEL=PATH",
+                        help="a model whose CPU inference each stage is compared with")
     args = parser.parse_args(argv)
+    models = dict(m.split("=", 1) for m in args.model)
     cv2.setNumThreads(1)  # beside inference's threads, as in the node
     results = bench(args.rounds)
-    print(f"| camera motion, per {WIDTH}x{HEIGHT} frame | ms (median of {args.rounds}) |")
-    print("|---|---|")
+    inference = {label: model_ms(path) for label, path in models.items()}
+    shares = "".join(f" share of {label} ({ms:.0f} ms) |" for label, ms in inference.items())
+    print(f"| camera motion, per {WIDTH}x{HEIGHT} frame | ms (median of {args.rounds}) | "
+          f"ms per s of {VIDEO_HZ:g} Hz video |{shares}")
+    print("|---|---|---|" + "---|" * len(inference))
     for name, ms in results.items():
         goal = {"temporal alignment": f" (goal <= {GOAL_MS:g})",
                 "scale map + filter": f" (goal <= {GOAL_MAP_FILTER_MS:g})"}.get(name, "")
-        print(f"| {name} | {ms:.2f}{goal} |")
+        share = "".join(f" {100 * ms / model:.1f} % |" for model in inference.values())
+        print(f"| {name} | {ms:.2f}{goal} | {ms * VIDEO_HZ:.0f} |{share}")
     return 0
 
 
