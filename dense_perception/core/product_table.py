@@ -154,9 +154,10 @@ def register(product: Product) -> None:
     topic name no other row has once its slashes are normalised (:func:`normal_topic`), a known
     group, known ``needs``, a ``compute`` step (the pipeline computes only the built-in rows
     itself), ``settings`` that are setting names (that they are in the settings table is
-    checked where the settings are read: ``core/wiring/derived.py``), an image message with one of :data:`ENCODINGS`, and a ``file`` form that writes
-    that encoding unchanged. The row is stored with its topic normalised and its compute step
-    checked at run time: see :func:`checked_step`.
+    checked where the settings are read: ``core/wiring/derived.py``), an image message with
+    one of :data:`ENCODINGS`, and a ``file`` form that writes that encoding unchanged. The row
+    is stored with its topic normalised and its compute step checked at run time: see
+    :func:`checked_step`.
     """
     row = replace(product, topic=normal_topic(product.topic))
     problem = _problem(row, product.topic)

@@ -3,12 +3,11 @@
 """How a message names a setting: in the caller's own syntax, rendered where it is written.
 
 Core code (the checks in :mod:`.settings.table`, :mod:`.wiring.derived`,
-:mod:`.model.depth_network` and :mod:`.scale.metric_scale`) takes a :class:`Syntax` and writes ``syntax.name("camera_height")`` or
-``syntax.example("camera_height", 0.35)``; the node passes :data:`NODE` (``camera_height``,
-``-p camera_height:=0.35``), the offline command its own (``--camera-height``,
-``--camera-height 0.35``; see ``offline/options/settings_args.py``). No message is patched
-afterwards.
-This module imports nothing of the package, so any core module may use it.
+:mod:`.model.depth_network` and :mod:`.scale.metric_scale`) takes a :class:`Syntax` and
+writes ``syntax.name("camera_height")`` or ``syntax.example("camera_height", 0.35)``; the
+node passes :data:`NODE` (``camera_height``, ``-p camera_height:=0.35``), the offline
+command its own (``--camera-height``, ``--camera-height 0.35``; see
+``offline/options/settings_args.py``). No message is patched afterwards. This module imports nothing of the package, so any core module may use it.
 """
 
 from __future__ import annotations

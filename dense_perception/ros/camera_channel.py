@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """One camera of the node (``cameras``): its input subscriptions, its outputs under its prefix,
 its CameraInfo history, its track (``core.camera_track``: its metric-scale filter, its motion
-state and its reference depth window), its pose from the node's odometry and its counters. The model and the two worker
-stages are the node's and shared by every camera (``perception.Perception``).
+state and its reference depth window), its pose from the node's odometry and its counters.
+The model and the two worker stages are the node's and shared by every camera
+(``perception.Perception``).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class CameraChannel:
         and ``warn(key, text, period)`` says why, throttled per kind of reason).
         ``received`` (monotonic s) and ``generation``: when the frame came and the odometry's
         generation then (:meth:`.odometry_input.OdometryInput.pose_at`: a frame past the
-        newest odometry waits for the next message until ``odometry_wait`` after it came). Called on the worker that finishes frames, never the executor."""
+        newest odometry waits for the next message until ``odometry_wait`` after it came).
+        Called on the worker that finishes frames, never the executor."""
         found = self.odometry[0].pose_at(self.odometry[1], header, received, generation) \
             if self.odometry is not None else None
         if found is not None and found.pose is None:

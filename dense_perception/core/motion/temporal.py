@@ -116,7 +116,8 @@ class TemporalAligner:
         self._gap2 = None
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
-              unit: DepthUnit | None = None, anchor: float | None = 1.0) -> tuple[np.ndarray, Alignment]:
+              unit: DepthUnit | None = None, anchor: float | None = 1.0
+              ) -> tuple[np.ndarray, Alignment]:
         """The fused depth for the frame stamped ``t`` with ``pose`` (4x4 world_from_camera)
         and its own ``depth`` (metres or relative, NaN invalid) on a grid with intrinsics
         ``k``; ``unit`` names the depth's unit (a change starts afresh).

@@ -16,8 +16,8 @@ Ray is optional (``pip install '.[fleet]'``) and imported only when ``--ray`` is
   with T >= 2 it overlaps them.
 - Each actor gets the run's plan (``run.run_plan.RunPlan``, a frozen dataclass, pickled: the
   model's kind, each part's configuration, the trajectory and the calibration read once on
-  the driver), builds a ``ModelSession`` (model loaded once) and runs ``jobs.run_one`` for whole inputs, the
-  in-process path's function, so outputs are the same message for message.
+  the driver), builds a ``ModelSession`` (model loaded once) and runs ``jobs.run_one`` for
+  whole inputs, the in-process path's function, so outputs are the same message for message.
 - Inputs go out longest first, one per free actor. An actor that dies mid-input (killed, out
   of memory, node lost) is restarted by Ray (``max_restarts``) and the input is retried once,
   on whichever actor is free; the row records ``retries``. The retry writes its own
