@@ -131,6 +131,14 @@ def test_auto_detects_the_new_kind_and_publishes_its_depth(maker, tmp_path, wher
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["model"]["kind"] == KIND
 
+    # What ``info`` tells of the file: the kind, its layout and its output as declared.
+    done = run(["-m", "dense_perception", "info", str(model), "--json", "--runs", "1",
+                "--backends", "cpu"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["kind"] == KIND and info["input"]["layout"] == "NHWC"
+    assert [o["kind"] for o in info["outputs"]] == ["inverse_depth"]
+
 
 def test_a_layout_that_does_not_fit_its_shape_is_refused_in_one_line():
     entry = {**ENTRY, "input": {**ENTRY["input"], "shape": [1, H, W, 4]}}

@@ -44,7 +44,8 @@ def cmd_info(args: argparse.Namespace) -> int:
                       input={"shape": list(spec.input_shape), "layout": spec.layout,
                              "scale": spec.scale,
                              "mean": list(spec.mean), "std": list(spec.std)},
-                      outputs=[{"name": o.name, "kind": o.kind, "shape": list(o.shape),
+                      outputs=[{"name": o.name, "kind": "inverse_depth" if o.kind == "depth"
+                                and spec.inverse_depth else o.kind, "shape": list(o.shape),
                                 "description": o.description} for o in spec.outputs],
                       source=spec.source, matched=spec.evidence)
         backends = [b.strip() for b in args.backends.split(",") if b.strip()]
