@@ -52,13 +52,12 @@ class TrackSetup:
 
 class CameraTrack:
     """One camera's scale filter, motion state and reference window; :meth:`finish` finishes
-    its frames, :meth:`configure` takes runtime changes, :meth:`reset` forgets the past."""
+    its frames, :meth:`configure` takes runtime changes."""
 
     def __init__(self, setup: TrackSetup) -> None:
         self.scaler = DepthScaler(setup.scale) if setup.scale is not None else None
         self.motion = CameraMotion(setup.motion) if setup.motion is not None else None
         self.references: ReferenceWindow[Any] = ReferenceWindow(setup.reference_span)
-        self.setup = setup
 
     def configure(self, setup: TrackSetup) -> None:
         """Runtime setting changes: each part keeps its state unless the change makes it
@@ -68,7 +67,6 @@ class CameraTrack:
         if self.motion is not None and setup.motion is not None:
             self.motion.configure(setup.motion)
         self.references.span_s = setup.reference_span
-        self.setup = setup
 
     def finish(self, pipeline: Finisher, raw: RawFrame, stamp: float, *,
                pose: np.ndarray | None = None, reference: np.ndarray | None = None
@@ -79,11 +77,3 @@ class CameraTrack:
         the motion scale and the depth aligned over time."""
         return pipeline.finish(raw, None, self.scaler, stamp, reference, pose=pose,
                                motion=self.motion)
-
-    def reset(self) -> None:
-        """Forget the past: a new sequence of this camera."""
-        if self.motion is not None:
-            self.motion.reset()
-        if self.scaler is not None:
-            self.scaler.filter.reset()
-            self.scaler.model.reset()

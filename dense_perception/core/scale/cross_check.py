@@ -13,12 +13,10 @@ only one measures, it is the frame's estimate.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
-from .estimators import Estimate
+from .estimators import Estimate, fuse_measurements, measured
 
-DISAGREE_SIGMAS = 3.0  # beyond this many standard errors of both, the two disagree
 # What each source's scale rests on: what to check when it disagrees with another.
 RESTS_ON = {"motion": "are the poses in metres, of this camera's optical frame?",
             "reference_depth": "is the reference depth in metres and registered to the camera?",
@@ -29,19 +27,15 @@ def cross_check(first: Estimate, check: Estimate, source: str, check_source: str
                 ) -> tuple[Estimate, bool]:
     """(this frame's estimate, whether the two disagree) from the first source's estimate and
     the check's (both with their relative errors, log scale)."""
-    if first.scale is None or not first.sigma:
-        return (first, False) if check.scale is None or not check.sigma else \
-            (replace(check, reason=""), False)
-    if check.scale is None or not check.sigma:
+    if not measured(first):
+        return (replace(check, reason=""), False) if measured(check) else (first, False)
+    if not measured(check):
         return first, False
-    gap = math.log(first.scale / check.scale)
-    if abs(gap) > DISAGREE_SIGMAS * math.hypot(first.sigma, check.sigma):
+    fused = fuse_measurements(first.scale, first.sigma, check.scale, check.sigma)
+    if fused is None:
         return Estimate(None, reason=(
-            f"{source}'s scale is {math.exp(gap):.2f}x {check_source}'s, beyond both errors "
-            f"(2 sigma {200 * first.sigma:.0f} % and {200 * check.sigma:.0f} %): withheld; "
-            f"{RESTS_ON.get(source, '')} {RESTS_ON.get(check_source, '')}").rstrip(),
+            f"{source}'s scale is {first.scale / check.scale:.2f}x {check_source}'s, beyond "
+            f"both errors (2 sigma {200 * first.sigma:.0f} % and {200 * check.sigma:.0f} %): "
+            f"withheld; {RESTS_ON.get(source, '')} {RESTS_ON.get(check_source, '')}").rstrip(),
             clock_offset=first.clock_offset), True
-    w_first, w_check = first.sigma ** -2, check.sigma ** -2
-    fused = (w_first * math.log(first.scale) + w_check * math.log(check.scale)) / \
-        (w_first + w_check)
-    return replace(first, scale=math.exp(fused), sigma=(w_first + w_check) ** -0.5), False
+    return replace(first, scale=fused[0], sigma=fused[1]), False

@@ -47,6 +47,28 @@ class Estimate:
     correction: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
+DISAGREE_SIGMAS = 3.0  # two measurements of one scale farther apart than this many standard
+                       # errors of both disagree
+
+
+def measured(est: Estimate) -> bool:
+    """Whether ``est`` is a measurement with its error (a scale and a relative error > 0)."""
+    return est.scale is not None and est.sigma is not None and est.sigma > 0
+
+
+def fuse_measurements(scale_a: float, sigma_a: float, scale_b: float, sigma_b: float
+                      ) -> tuple[float, float] | None:
+    """Two measurements of one scale with their relative errors, fused by inverse variance in
+    log scale: (scale, relative error); None where they disagree, beyond
+    :data:`DISAGREE_SIGMAS` standard errors of both."""
+    var_a, var_b = sigma_a ** 2, sigma_b ** 2
+    gap = math.log(scale_a / scale_b)
+    if gap * gap > DISAGREE_SIGMAS ** 2 * (var_a + var_b):
+        return None
+    log = (math.log(scale_a) * var_b + math.log(scale_b) * var_a) / (var_a + var_b)
+    return math.exp(log), math.sqrt(var_a * var_b / (var_a + var_b))
+
+
 def on_model_grid(plan: FitPlan, depth: np.ndarray, valid: np.ndarray | None, k: Intrinsics
                   ) -> tuple[np.ndarray, Intrinsics]:
     """A model output ``depth`` (and the camera's ``k``) on the model's grid (``output_resolution:

@@ -34,8 +34,8 @@ import numpy as np
 from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
 from .cross_check import cross_check
-from .estimators import Estimate, ground_plane_scale, reference_scale
-from .model_metres import ModelMetres, measured
+from .estimators import Estimate, ground_plane_scale, measured, reference_scale
+from .model_metres import ModelMetres
 from .scale_filter import ScaleFilter
 from .unit_check import beyond_max_depth
 from ..setting_names import NODE, Syntax

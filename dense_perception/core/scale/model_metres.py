@@ -16,14 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .estimators import Estimate
+from .estimators import Estimate, fuse_measurements, measured
 
 GAP_MEMORY = 30  # measurements: the disagreement's running mean (1/n at first)
-
-
-def measured(est: Estimate) -> bool:
-    """Whether ``est`` is a measurement with its error (else the network's metres stand)."""
-    return est.scale is not None and est.sigma is not None and est.sigma > 0
 
 
 def with_model_metres(est: Estimate, source: str, model_error: float
@@ -34,15 +29,13 @@ def with_model_metres(est: Estimate, source: str, model_error: float
     measurement, or one without an error, the network's own metres stand."""
     if not measured(est):
         return replace(est, scale=1.0, sigma=model_error), False
-    x, var_e, var_m = math.log(est.scale), est.sigma ** 2, model_error ** 2
-    if x * x > 9.0 * (var_e + var_m):
+    fused = fuse_measurements(est.scale, est.sigma, 1.0, model_error)
+    if fused is None:
         return replace(est, reason=(
             f"the network's metres are {1.0 / est.scale:.2f}x what {source} measures, beyond "
             f"both errors ({200.0 * model_error:.0f} % and {200.0 * est.sigma:.0f} %, 2 "
             f"sigma): corrected by {source}")), True
-    weight = var_m / (var_m + var_e)  # of the measurement, against the network's 1
-    return replace(est, scale=math.exp(weight * x),
-                   sigma=math.sqrt(var_m * var_e / (var_m + var_e))), False
+    return replace(est, scale=fused[0], sigma=fused[1]), False
 
 
 class ModelMetres:
