@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from .estimators import Estimate, fuse_measurements, measured
 
+CHECKED_SOURCES = ("motion", "reference_depth")  # the sources a check goes beside
 # What each source's scale rests on: what to check when it disagrees with another.
 RESTS_ON = {"motion": "are the poses in metres, of this camera's optical frame?",
             "reference_depth": "is the reference depth in metres and registered to the camera?",

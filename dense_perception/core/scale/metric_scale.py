@@ -33,7 +33,7 @@ import numpy as np
 
 from ..geometry.fit import FitPlan
 from ..geometry.intrinsics import Intrinsics
-from .cross_check import cross_check
+from .cross_check import CHECKED_SOURCES, cross_check
 from .estimators import Estimate, ground_plane_scale, measured, reference_scale
 from .model_metres import ModelMetres
 from .scale_filter import ScaleFilter
@@ -289,7 +289,7 @@ class DepthScaler:
             est = reference_scale(depth, reference, plan, output_resolution,
                                   config.min_inlier_ratio)
         check_disagrees = False  # a second source (depth_scale_check) beside the first
-        if config.check == "ground_plane" and config.source != "ground_plane":
+        if config.check == "ground_plane" and config.source in CHECKED_SOURCES:
             est, check_disagrees = cross_check(est, ground_plane_scale(
                 depth, k, config.camera_height, config.max_tilt_deg, config.min_inlier_ratio),
                 config.source, config.check)

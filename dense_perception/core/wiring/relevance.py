@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..scale.cross_check import CHECKED_SOURCES
 from ..scale.metric_scale import ESTIMATED_SOURCES
 from ..setting_names import NODE, Syntax
 from .derived import per_camera_heights
 from ..settings.table import PARAMS, Settings
 
 TOPIC = "topic"  # the node's input: a camera topic
-CHECKED_SOURCES = ("motion", "reference_depth")  # what depth_scale_check checks
 INPUT_WORDS = {TOPIC: "a camera topic", "bag": "a bag", "video": "a video",
                "images": "a folder of images", "image": "an image file"}
 
