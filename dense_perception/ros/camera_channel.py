@@ -22,7 +22,6 @@ from ..core.camera_track import CameraTrack
 from ..core.motion.camera_motion import motion_diagnostics
 from ..core.scale.metric_scale import fixed_scale_report, scale_diagnostics
 from ..core.wiring.derived import CameraSetup
-from ..core.settings.table import Settings
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
 from .compat import GraphWatch
@@ -42,11 +41,12 @@ class CameraChannel:
     """Everything that is per camera. ``name`` "" is the single default camera (topics
     ``image``, ``camera_info``, outputs at the node's namespace, as before ``cameras``)."""
 
-    def __init__(self, node: Node, setup: CameraSetup, settings: Settings, spec: Any,
-                 watch: GraphWatch, *, on_image: Callable[["CameraChannel", Any], None],
+    def __init__(self, node: Node, setup: CameraSetup, spec: Any, watch: GraphWatch, *,
+                 on_image: Callable[["CameraChannel", Any], None],
                  odometry: tuple[OdometryInput, int] | None = None) -> None:
         """``setup``: this camera's configuration, derived once from the settings by the node
-        (``core.wiring.derived.node_setup``); ``on_image(channel, msg)``: a frame arrived
+        (``core.wiring.derived.node_setup``); ``spec``: the model's; ``on_image(channel,
+        msg)``: a frame arrived
         (the executor thread); ``odometry``: the node's odometry input and this camera's index
         among the cameras."""
         name = setup.name
@@ -56,19 +56,18 @@ class CameraChannel:
         self.track = CameraTrack(setup.track)
         self.pose_note = "-"  # why the last frame had no pose ("" when it had one)
         self.posed, self.unposed = 0, {}  # frames with a pose; without one, by kind of reason
-        self.settings = settings
+        self.setup = setup  # the configuration in force (runtime changes: :meth:`configure`)
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         self.in_rate, self.out_rate = RateMeter(), RateMeter()
         self.stats = FrameStats()
         self.model_s = 0.0  # seconds of inference spent on this camera's frames (its share)
-        self.outputs = Outputs(node, spec, settings, watch, prefix=name)
-        wants_reference = self.track.scaler is not None \
-            and settings.depth_scale_source == "reference_depth"
+        self.outputs = Outputs(node, spec, setup.outputs, watch, prefix=name)
+        subscribe = setup.input
         self.camera = CameraInput(
-            node, compressed=settings.input_compressed, mode=settings.input_qos,
+            node, compressed=subscribe.compressed, mode=subscribe.qos,
             on_image=lambda msg: on_image(self, msg), on_info=self._on_camera_info,
-            watch=watch, on_reference=self._on_reference if wants_reference else None,
-            info_mode=settings.camera_info_qos, prefix=name)
+            watch=watch, on_reference=self._on_reference if subscribe.reference else None,
+            info_mode=subscribe.info_qos, prefix=name)
 
     @property
     def log_prefix(self) -> str:
@@ -80,9 +79,9 @@ class CameraChannel:
         (lazy per camera: one nobody reads is not even received)."""
         self.camera.update(active and bool(self.outputs.listened()))
 
-    def configure(self, settings: Settings, setup: CameraSetup) -> None:
+    def configure(self, setup: CameraSetup) -> None:
         """Runtime parameter changes (``setup``: this camera's configuration from them)."""
-        self.settings = settings
+        self.setup = setup
         self.track.configure(setup.track)  # read from the next frame on
 
     def close(self) -> None:
@@ -98,7 +97,7 @@ class CameraChannel:
     def reference_near(self, stamp: int) -> tuple[Image | None, int]:
         """(the reference depth message nearest ``stamp`` (ns) within reference_depth_slop, or
         None; its distance in ns)."""
-        return self.track.references.nearest(stamp, int(self.settings.reference_depth_slop * 1e9))
+        return self.track.references.nearest(stamp, int(self.setup.reference_slop * 1e9))
 
     def motion_inputs(self, header: Any, warn: Callable[..., None],
                       received: float | None = None,
@@ -135,14 +134,13 @@ class CameraChannel:
             text += "; " + self.odometry[0].mounting_suspect(self.odometry[1], frame_id)
         return f"scale:{self.name}:{kind}", text
 
-    def status_values(self, metric_depth: bool, settings: Settings
-                      ) -> tuple[dict[str, str], str]:
+    def status_values(self, metric_depth: bool) -> tuple[dict[str, str], str]:
         """Diagnostics values on the depth's unit and scale and on the camera's motion, and a
         warning ("" when none)."""
         scaler = self.track.scaler
         if scaler is None:
             values, warning = scale_diagnostics(fixed_scale_report(
-                metric_depth, settings.depth_scale_source, settings.relative_depth_scale))
+                metric_depth, self.setup.scale_source, self.setup.fixed_scale))
         else:
             values, warning = scale_diagnostics(scaler.last)
             config = scaler.config  # the settings in force: the next frame's

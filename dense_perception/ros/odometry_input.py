@@ -36,11 +36,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 
 from ..core.geometry.camera_info_choice import stamp_ns
-from ..core.motion.odometry import (CameraPose, OdometryBuffer, camera_mountings,
-                                    given_mountings, transform_matrix)
-from ..core.settings.table import Settings
+from ..core.motion.odometry import CameraPose, OdometryBuffer, transform_matrix
+from ..core.wiring.derived import OdometrySetup
 from .compat import SubscriptionEventCallbacks
-from .parameters import StartupError
 
 try:  # a robot's ROS install (apt); pip has no tf2_ros
     import tf2_ros
@@ -108,15 +106,13 @@ class OdometryInput:
     """The node's odometry subscription and the cameras' mountings; answers each frame's
     camera pose (:meth:`pose_at`). Made with the node's parts, closed with them."""
 
-    def __init__(self, node: Node, settings: Settings, cameras: int, warn: Warn) -> None:
-        """``cameras``: how many cameras (the entries of ``camera_in_base``); ``warn(key,
-        text)``: a throttled warning. StartupError when ``camera_in_base`` does not fit."""
+    def __init__(self, node: Node, setup: OdometrySetup, warn: Warn) -> None:
+        """``setup``: the odometry's configuration (``core.wiring.derived.node_setup``: the
+        cameras' mountings, one per camera, and the limits); ``warn(key, text)``: a throttled
+        warning."""
         self._node, self._warn = node, warn
-        try:
-            self.mountings = camera_mountings(settings.camera_in_base, cameras)
-        except ValueError as exc:
-            raise StartupError(f"{exc}. Fix it in the config YAML.") from None
-        self._settings = settings
+        self.mountings = setup.mountings
+        self._setup = setup
         self._buffers: dict[tuple[str, str], OdometryBuffer] = {}
         self._idle = self._new_buffer()  # answers "no odometry received yet"
         self.frames = ("", "")  # the pair the motion comes from: (frame_id, child_frame_id)
@@ -127,7 +123,7 @@ class OdometryInput:
         self.gaps = SequenceGaps()
         self._lock = threading.Lock()
         self._tf_mountings: dict[str, np.ndarray] = {}  # camera frame -> its mounting (static)
-        self.source = "camera_in_base" if given_mountings(settings.camera_in_base) else \
+        self.source = "camera_in_base" if setup.given else \
             "TF" if tf2_ros is not None else "none"
         self._tf_buffer = self._tf_listener = None
         if self.source == "TF":  # pragma: no cover - needs tf2_ros (a robot's install)
@@ -148,8 +144,8 @@ class OdometryInput:
         return self._buffers.get(self.frames, self._idle)
 
     def _new_buffer(self) -> OdometryBuffer:
-        s = self._settings
-        return OdometryBuffer(s.odometry_tolerance, s.odometry_max_gap, wait_s=s.odometry_wait)
+        setup = self._setup
+        return OdometryBuffer(setup.tolerance, setup.max_gap, wait_s=setup.wait)
 
     def update(self) -> None:
         """Subscribe with the QoS the publishers need now (executor thread)."""
@@ -178,12 +174,11 @@ class OdometryInput:
         self._sub = self._node.create_subscription(Odometry, ODOMETRY_TOPIC, callback,
                                                    copy.copy(qos), event_callbacks=events)
 
-    def configure(self, settings: Settings) -> None:
+    def configure(self, setup: OdometrySetup) -> None:
         """Runtime parameter changes (the tolerance, the gap limit and the wait)."""
-        self._settings = settings
+        self._setup = setup
         for buffer in [*self._buffers.values(), self._idle]:
-            buffer.configure(settings.odometry_tolerance, settings.odometry_max_gap,
-                             settings.odometry_wait)
+            buffer.configure(setup.tolerance, setup.max_gap, setup.wait)
 
     def close(self) -> None:
         self._closed = True
@@ -235,7 +230,7 @@ class OdometryInput:
         ours, theirs = self.buffer.newest_ns(), buffer.newest_ns()
         new, old = " -> ".join(frames), " -> ".join(self.frames)
         if ours is None or (theirs is not None and
-                            theirs - ours > self._settings.odometry_max_gap * 1e9):
+                            theirs - ours > self._setup.max_gap * 1e9):
             with self._lock:
                 self.frames = frames
                 self.generation += 1
@@ -279,7 +274,7 @@ class OdometryInput:
         the motion along the wrong axes, and nothing else says so)."""
         base = self.frames[1] or "the odometry's child frame"
         if self.source == "camera_in_base":
-            values = given_mountings(self._settings.camera_in_base)[7 * index:7 * index + 7]
+            values = self._setup.given[7 * index:7 * index + 7]
             return (f"with odometry, suspect the camera's mounting first: camera_in_base "
                     f"{' '.join(f'{v:g}' for v in values)} must be the camera's optical frame "
                     f"(z forward, x right, y down) in {base}; a camera looking along {base}'s x "

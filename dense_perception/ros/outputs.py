@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -12,8 +12,6 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from ..core.compressed import CompressionConfig
 from ..core.product_table import skipped
 from ..core.products import OUTPUT_GROUPS, OUTPUTS, classes_message, product_messages
-from ..core.wiring.derived import publishes
-from ..core.settings.table import Settings
 from ..core.timing import RateMeter, StageTimer
 from . import messages
 from .compat import GraphWatch, overridable
@@ -43,13 +41,14 @@ class Outputs:
     listener: only the per-frame outputs make the node subscribe to the camera.
     """
 
-    def __init__(self, node: Node, spec: Any, settings: Settings, watch: GraphWatch,
+    def __init__(self, node: Node, spec: Any, switched_on: Collection[str], watch: GraphWatch,
                  prefix: str = "") -> None:
-        """``prefix``: a camera's name; its outputs go under it (``front/depth/image``)."""
+        """``switched_on``: the output groups (``OutputGroup.name``) whose ``publish_*`` is on;
+        ``prefix``: a camera's name; its outputs go under it (``front/depth/image``)."""
         self._node = node
         products = [key for group in OUTPUT_GROUPS.values()
                     if spec.output_index(group.model_output) is not None
-                    and publishes(settings, group)
+                    and group.name in switched_on
                     for key in group.products]
         self.pubs: dict[str, Any] = {
             key: node.create_publisher(MESSAGE_CLASSES[OUTPUTS[key][1]],

@@ -21,10 +21,10 @@ from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 
 from ..core.model.specs import ModelSpec
-from ..core.wiring.relevance import Where, given_at_start, ignored_settings
+from ..core.wiring.relevance import ignored_settings
 from ..core.settings.row import ParamSpec, SettingError
-from ..core.wiring.derived import (camera_heights_problem, compressed_depth_problem,
-                                   default_confidence, depth_units_problem, ignored_camera_height)
+from ..core.wiring.derived import (StartNotes, camera_heights_problem, compressed_depth_problem,
+                                   depth_units_problem, ignored_camera_height, node_where)
 from ..core.settings.table import PARAMS, PARAMS_BY_NAME, Settings
 from .compat import parameter_descriptor
 
@@ -90,25 +90,15 @@ def parameter_value(node: Node, spec: ParamSpec) -> Any:
         raise
 
 
-def node_where(spec: ModelSpec) -> Where:
-    """The node's run, for the settings' relevance rule: this model on a camera topic."""
-    return Where(spec.kind, spec.metric_depth)
-
-
-def ignored_at_start(log: Any, settings: Settings, spec: ModelSpec,
-                     confidence_note: str = "") -> tuple[str, ...]:
-    """Log one WARN per setting the node was given (off its default) that does nothing with
-    this model (``core/wiring/relevance.py``), and ``confidence_note`` (the file has no
-    confidence output) at WARN when the user asked for the filter, at INFO for the default;
-    the ignored settings' reasons, for /diagnostics."""
-    ignored = ignored_settings(settings, given_at_start(settings), node_where(spec))
-    if confidence_note and default_confidence(settings.points_min_confidence):
-        log.info(confidence_note)
-    elif confidence_note and not any(w.startswith("points_min_confidence ") for w in ignored):
-        ignored.append(confidence_note)
-    for why in ignored:
+def ignored_at_start(log: Any, notes: StartNotes) -> tuple[str, ...]:
+    """Log what the node says at start of the settings it was given (``notes``, made by
+    ``core/wiring/derived.py``): one WARN per setting that does nothing with this model,
+    its info lines at INFO; the ignored settings' reasons, for /diagnostics."""
+    for line in notes.info:
+        log.info(line)
+    for why in notes.ignored:
         log.warning(f"{why}; it is ignored (remove it from the config YAML or -p)")
-    return tuple(ignored)
+    return notes.ignored
 
 
 def changed_values(params: list) -> dict[str, Any]:

@@ -93,8 +93,8 @@ class Perception:
             self.pipeline.runner = runner_hook(self.pipeline.runner)
         self.settings = settings
         self.spec = self.pipeline.spec
-        # the node's one entry into what the settings mean here, handed down to each part
-        setup = node_setup(settings, self.spec.metric_depth)
+        # the node's one entry into what the settings mean here: each part takes its own record
+        setup = node_setup(settings, self.spec, self.pipeline.confidence_note())
         if setup.problem:
             raise StartupError(setup.problem)
         several = len(setup.cameras) > 1 or setup.cameras[0].name != ""
@@ -108,11 +108,11 @@ class Perception:
         self.watch = GraphWatch(node, self.on_graph_change)
         self.channels: list[CameraChannel] = []
         # the robot's motion: one odometry input, each camera's pose from it (StartupError first)
-        self.odometry = OdometryInput(node, settings, len(setup.cameras), self._warn_once_per)
+        self.odometry = OdometryInput(node, setup.odometry, self._warn_once_per)
         try:
             for index, camera in enumerate(setup.cameras):
                 self.channels.append(CameraChannel(
-                    node, camera, settings, self.spec, self.watch, on_image=self._on_image,
+                    node, camera, self.spec, self.watch, on_image=self._on_image,
                     odometry=(self.odometry, index)))
         except StartupError:
             self.odometry.close()
@@ -135,8 +135,7 @@ class Perception:
             f"output_resolution={settings.output_resolution}, input_qos={settings.input_qos}"
             + (f"; cameras: {', '.join(c.name for c in setup.cameras)}" if several else ""))
         # a setting given that does nothing here: one WARN each, and in every camera's status
-        ignored = ignored_at_start(node.get_logger(), settings, self.spec,
-                                   self.pipeline.confidence_note())
+        ignored = ignored_at_start(node.get_logger(), setup.notes)
         for channel in self.channels:
             channel.stats.ignored_settings = ignored
 
@@ -185,10 +184,10 @@ class Perception:
     def apply(self, changes: dict[str, Any]) -> None:
         """Use changed runtime parameters from the next frame on (already validated)."""
         settings = self.settings.changed(changes)
-        setup = node_setup(settings, self.spec.metric_depth)  # checked when set
+        setup = node_setup(settings, self.spec)  # checked when set
         for channel, camera in zip(self.channels, setup.cameras):
-            channel.configure(settings, camera)
-        self.odometry.configure(settings)
+            channel.configure(camera)
+        self.odometry.configure(setup.odometry)
         with self._lock:
             self.settings = settings
             old = self.pipeline
@@ -355,7 +354,7 @@ class Perception:
             dropped=self.stages.dropped_for(channel.name) if several else self.frames_dropped,
             backend_note=pipeline.runner.fallback_note, state=self.state,
             input_qos=channel.camera.reliability(),
-            depth_scale=channel.status_values(self.spec.metric_depth, settings),
+            depth_scale=channel.status_values(self.spec.metric_depth),
             backend_details=pipeline.runner.details(),
             expected_frame_ms=pipeline.runner.warmup_ms,
             host_threads=pipeline.host_threads.threads, turns=turns,

@@ -34,7 +34,8 @@ DEFAULTS = {"model_path": "test_da3_small.tflite", "depth_scale_source": "ground
 
 # What the node derives from the settings, by type name (``--derived``).
 DERIVED = ("PipelineConfig", "ScaleConfig", "MotionConfig", "BackendConfig", "DepthOptions",
-           "CompressionConfig", "CameraSetup", "NodeSetup")
+           "CompressionConfig", "CameraSetup", "CameraInputSetup", "OdometrySetup", "StartNotes",
+           "NodeSetup")
 
 
 def is_settings(value: Any, derived: bool = False) -> bool:

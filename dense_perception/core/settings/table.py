@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..motion.odometry import mountings_problem
 from .model_table import ModelSettings
@@ -34,6 +34,12 @@ CAMERA_INFO_QOS = ("auto", "sensor_data", "reliable", "transient_local")
 def camera_names(value: list[str]) -> list[str]:
     """The ``cameras`` parameter as a list of names: [] (one camera, no prefix) for [] or ['']."""
     return [name for name in value if name]
+
+
+def per_camera_heights(heights: Sequence[float]) -> bool:
+    """Whether the value ``heights`` of ``camera_heights`` is set (then ``camera_height`` is
+    not used)."""
+    return bool(heights) and list(heights) != [0.0]
 
 
 def camera_names_problem(value: list[str], syntax: Syntax = NODE) -> str | None:

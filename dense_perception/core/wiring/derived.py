@@ -5,8 +5,9 @@ uses them (pipeline, metric scale, backend, depth model, compressed topics, each
 node), and the rules between settings. The node and ``dense-perception process`` both go
 through here, so the two front ends cannot map a setting differently.
 
-The node's one entry is :func:`node_setup`: its cameras' configurations and the reason it cannot
-start, made once from the settings and handed down (the cameras derive nothing themselves).
+The node's one entry is :func:`node_setup`: a typed record for each of its parts (each camera,
+the odometry input, what it says of the settings given) and the reason it cannot start, made
+once from the settings and handed down (the parts derive nothing and read no Settings).
 
 Each value was checked against its row when the Settings was made; only rules that join
 several settings (and the model) live here.
@@ -16,19 +17,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Any, Sequence
+from typing import Any
+
+import numpy as np
 
 from ..backends.runner import BackendConfig
 from ..camera_track import TrackSetup
 from ..compressed import CompressionConfig, representable_depth
 from ..model.depth_network import DepthOptions
+from ..model.specs import ModelSpec
 from ..motion.camera_motion import MotionConfig
+from ..motion.odometry import camera_mountings, given_mountings
 from ..frame_data import PipelineConfig
 from ..product_table import PRODUCTS
-from ..products import OutputGroup
+from ..products import OUTPUT_GROUPS, OutputGroup
 from ..scale.metric_scale import ScaleConfig, relative_output_problem, scale_is_estimated
 from ..setting_names import NODE, Syntax
-from ..settings.table import PARAMS_BY_NAME, Settings, camera_names
+from ..settings.table import PARAMS_BY_NAME, Settings, camera_names, per_camera_heights
+from .relevance import Where, given_at_start, ignored_settings
 
 # What the node adds to a settings problem it cannot start with.
 NODE_FIX = "Fix it in the config YAML or with -p name:=value."
@@ -110,12 +116,6 @@ def estimates_scale(settings: Settings, metric_depth: bool) -> bool:
     return scale_is_estimated(metric_depth, settings.depth_scale_source)
 
 
-def per_camera_heights(heights: Sequence[float]) -> bool:
-    """Whether the value ``heights`` of ``camera_heights`` is set (then ``camera_height`` is
-    not used)."""
-    return bool(heights) and list(heights) != [0.0]
-
-
 def camera_heights(settings: Settings) -> list[float]:
     """Each camera's height (``camera_heights``, else ``camera_height`` for all), one per
     camera of ``cameras`` (one for the single default camera)."""
@@ -139,7 +139,8 @@ def ignored_camera_height(current: Settings, changed: Settings) -> str | None:
     """Why the change from ``current`` to ``changed`` of ``camera_height`` would be ignored
     (None: it would not): while ``camera_heights`` is set each camera uses its own entry, so
     the change is refused."""
-    if changed.camera_height == current.camera_height or not per_camera_heights(changed.camera_heights):
+    per_camera = per_camera_heights(changed.camera_heights)
+    if changed.camera_height == current.camera_height or not per_camera:
         return None  # not changed, or used
     return (f"camera_height is not used while camera_heights is set "
             f"({list(changed.camera_heights)}): set camera_heights (one height per camera, "
@@ -188,13 +189,28 @@ def default_confidence(points_min_confidence: float) -> bool:
     return points_min_confidence == PARAMS_BY_NAME["points_min_confidence"].default
 
 
-# ---- the node's cameras: one entry, made once and handed down ----------------------------------
+# ---- the node: one entry, made once and handed down ------------------------------------------
 def reference_span(settings: Settings) -> float:
     """How far back (s of stamps) reference depths are kept: ``depth_scale_max_age``, at least
     ``reference_depth_slop`` (0, a scale held forever: no limit by time, only the caps of
     :mod:`..scale.reference_window`)."""
     age = settings.depth_scale_max_age
     return max(age, settings.reference_depth_slop) if age > 0 else 0.0
+
+
+def node_where(spec: ModelSpec) -> Where:
+    """The node's run, for the settings' relevance rule: this model on a camera topic."""
+    return Where(spec.kind, spec.metric_depth)
+
+
+@dataclass(frozen=True)
+class CameraInputSetup:
+    """How one camera's topics are subscribed to."""
+
+    compressed: bool  # ``input_compressed``: the image comes as a CompressedImage
+    qos: str          # ``input_qos``
+    info_qos: str     # ``camera_info_qos``
+    reference: bool   # also ``reference_depth`` (the camera's scale comes from it)
 
 
 @dataclass(frozen=True)
@@ -206,6 +222,11 @@ class CameraSetup:
     scale: ScaleConfig | None  # its metric-scale filter's configuration; None: not estimated
     motion: MotionConfig       # temporal alignment and the motion scale
     reference_span: float      # s of reference depth stamps kept (:func:`reference_span`)
+    reference_slop: float      # ``reference_depth_slop``: a frame's reference within it (s)
+    input: CameraInputSetup    # its subscriptions
+    outputs: tuple[str, ...]   # the output groups (``OutputGroup.name``) switched on
+    scale_source: str          # ``depth_scale_source`` (diagnostics of a scale not estimated)
+    fixed_scale: float         # ``relative_depth_scale`` (idem)
 
     @property
     def track(self) -> TrackSetup:
@@ -214,26 +235,75 @@ class CameraSetup:
 
 
 @dataclass(frozen=True)
+class OdometrySetup:
+    """What the node's odometry input takes from the settings."""
+
+    mountings: tuple[np.ndarray | None, ...]  # each camera's base_from_camera (optical) pose
+    #                                           from ``camera_in_base``; None: not given
+    given: tuple[float, ...]  # ``camera_in_base`` as given (empty: not given)
+    tolerance: float          # ``odometry_tolerance`` (s)
+    max_gap: float            # ``odometry_max_gap`` (s)
+    wait: float               # ``odometry_wait`` (s)
+
+
+@dataclass(frozen=True)
+class StartNotes:
+    """What the node says at start about the settings it was given."""
+
+    ignored: tuple[str, ...] = ()  # why each does nothing here: a WARN each, in /diagnostics
+    info: tuple[str, ...] = ()     # said at INFO only (the default confidence filter's note)
+
+
+@dataclass(frozen=True)
 class NodeSetup:
-    """The node's cameras' configurations, and why the node cannot start ("" when it can)."""
+    """Everything the node derives from the settings, and why it cannot start ("" when it
+    can)."""
 
     cameras: tuple[CameraSetup, ...]
+    odometry: OdometrySetup
+    notes: StartNotes = StartNotes()
     problem: str = ""
 
 
-def node_setup(settings: Settings, metric_depth: bool) -> NodeSetup:
-    """Everything the node derives from ``settings`` for a model of ``metric_depth``: each
-    camera's configuration and the startup problem (camera_heights that do not fit the
-    cameras, or depth units that would be wrong or without a scale)."""
+def node_setup(settings: Settings, spec: ModelSpec, confidence_note: str = "") -> NodeSetup:
+    """Everything the node derives from ``settings`` for the model ``spec``: each camera's
+    configuration, the odometry's, what to say of the settings given (``confidence_note``:
+    why ``points_min_confidence`` cannot act with this model, "" when it can) and the
+    startup problem (camera_heights or camera_in_base that do not fit the cameras, depth
+    units that would be wrong or without a scale)."""
     problem = camera_heights_problem(settings) or ""
     if not problem:
-        units = depth_units_problem(settings, metric_depth)  # every camera's
+        units = depth_units_problem(settings, spec.metric_depth)  # every camera's
         problem = f"{units}. {NODE_FIX}" if units else ""
-    estimated = estimates_scale(settings, metric_depth)
-    names = camera_names(settings.cameras) or [""]
+    # the rules of this module first, then those of the parts they name
+    where = node_where(spec)
+    motion, span, scale = motion_config(settings), reference_span(settings), scale_config(settings)
+    outputs = tuple(group.name for group in OUTPUT_GROUPS.values()
+                    if publishes(settings, group))
+    # the note on the default filter is said at INFO only: the user asked for nothing
+    quiet = confidence_note if default_confidence(settings.points_min_confidence) else ""
     heights = camera_heights(settings)
-    scales = [scale_config(settings, camera_height=h) if estimated else None for h in heights]
-    span = reference_span(settings)
-    motion = motion_config(settings)
-    return NodeSetup(tuple(CameraSetup(name, height, scale, motion, span)
-                           for name, height, scale in zip(names, heights, scales)), problem)
+    names = camera_names(settings.cameras) or [""]
+    estimated = scale_is_estimated(spec.metric_depth, settings.depth_scale_source)
+    ignored = ignored_settings(settings, given_at_start(settings), where)
+    if confidence_note and not quiet and \
+            not any(why.startswith("points_min_confidence ") for why in ignored):
+        ignored.append(confidence_note)  # asked for, and not said yet
+    given = given_mountings(settings.camera_in_base)
+    try:
+        mountings = tuple(camera_mountings(settings.camera_in_base, len(names)))
+    except ValueError as exc:
+        mountings = (None,) * len(names)
+        problem = problem or f"{exc}. Fix it in the config YAML."
+    odometry = OdometrySetup(mountings, tuple(given), settings.odometry_tolerance,
+                             settings.odometry_max_gap, settings.odometry_wait)
+    subscribe = CameraInputSetup(settings.input_compressed, settings.input_qos,
+                                 settings.camera_info_qos,
+                                 estimated and settings.depth_scale_source == "reference_depth")
+    cameras = tuple(CameraSetup(name, height, replace(scale, camera_height=height)
+                                if estimated else None, motion, span,
+                                settings.reference_depth_slop, subscribe, outputs,
+                                settings.depth_scale_source, settings.relative_depth_scale)
+                    for name, height in zip(names, heights))
+    notes = StartNotes(tuple(ignored), (quiet,) if quiet else ())
+    return NodeSetup(cameras, odometry, notes, problem)

@@ -22,8 +22,7 @@ from typing import Callable, Iterable
 from ..scale.cross_check import CHECKED_SOURCES
 from ..scale.metric_scale import ESTIMATED_SOURCES
 from ..setting_names import NODE, Syntax
-from .derived import per_camera_heights
-from ..settings.table import PARAMS, Settings
+from ..settings.table import PARAMS, Settings, per_camera_heights
 
 TOPIC = "topic"  # the node's input: a camera topic
 INPUT_WORDS = {TOPIC: "a camera topic", "bag": "a bag", "video": "a video",
