@@ -28,6 +28,7 @@ from .geometry.pointcloud import depth_to_points, nearest_per_voxel
 from .preprocess import Preprocessor, PixelFormat, pixel_format, to_colour_words, to_rgb8
 from .product_table import added_products
 from .geometry.rectify import Rectifier
+from .backends.logits_head import read_head
 from .backends.runner import Runner, check_model_file, open_runner
 from .backends.runner_base import Log
 from .wiring.derived import backend_config, depth_options, pipeline_config
@@ -134,7 +135,8 @@ class DensePipeline:
         return ""
 
     def _extract_segmentation(self, raw: RawFrame, outputs: list[np.ndarray]) -> None:
-        """TIPSv2's labels and top-class probability, in one banded pass over the logits: the
+        """TIPSv2's labels and top-class probability, from the graph where it computes them
+        (:mod:`.backends.logits_head`), else in one banded pass over the logits: the
         probability for ``segmentation/confidence`` and, when the model has no confidence
         output of its own, for the points filter (see ``core.confidence``)."""
         request = raw.request
@@ -146,9 +148,13 @@ class DensePipeline:
                      and self.spec.output_index(CONFIDENCE_KIND) is None)
         if not (want_labels or filtering):
             return
-        labels, probability, probability_ms = post.labels_and_probability(
-            outputs[seg_i], request.labels_confidence or filtering, self.host_threads)
-        if probability is not None:  # a part of "extract", like "scale" of "postprocess"
+        head, wants_probability = self.runner.logits_head, request.labels_confidence or filtering
+        if head is not None:  # computed where the model ran: a few planes to read
+            labels, probability, probability_ms = read_head(outputs, head, post.INVALID_LABEL)
+        else:
+            labels, probability, probability_ms = post.labels_and_probability(
+                outputs[seg_i], wants_probability, self.host_threads)
+        if wants_probability:  # a part of "extract", like "scale" of "postprocess"
             self.timer.add("labels_confidence", probability_ms)
         if want_labels:
             raw.labels = labels
@@ -383,5 +389,8 @@ def load_pipeline(model_path: str, settings: Settings = Settings(), *, log: Log 
                              settings.model_type, source=f"model file '{model_path}'",
                              output_names=signature.output_names, depth=depth, file=signature)
     log(f"model: {spec.display_name}; {spec.evidence}")  # what showed the model kind
-    runner = open_runner(model_path, backend_config(settings), log=log, warn=warn, warmup=True)
+    # Labels wanted: computed in the model's graph (where it runs), not from the logits here.
+    logits_i = spec.output_index("segmentation_logits") if settings.publish_segmentation else None
+    runner = open_runner(model_path, backend_config(settings), log=log, warn=warn, warmup=True,
+                         labels_from=logits_i)
     return DensePipeline(runner, spec, pipeline_config(settings))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .cpu_precision import open_cpu_runner
+from .logits_head import LogitsHead, graph_with_labels
 from .runner_base import (BACKENDS, InterpreterRunner, Log, ModelLoadError, Runner,
                           default_num_threads, litert_version)
 from ..model.tensors import ModelIO, ModelIOError, check_model_io
@@ -106,7 +107,8 @@ class BackendConfig:
 
 
 def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log: Log = print,
-                warn: Log | None = None, warmup: bool = True) -> Runner:
+                warn: Log | None = None, warmup: bool = True,
+                labels_from: int | None = None) -> Runner:
     """Load ``model_path`` on ``config.backend`` ('auto' | 'gpu' | 'cpu' | 'npu') and warm it up.
 
     ``auto`` tries the GPU and falls back to the CPU, logging which one runs and why (a CPU
@@ -116,7 +118,15 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
     (:mod:`.gpu_runner`); ``npu`` runs a LiteRT vendor plugin (:mod:`.npu_runner`) or raises
     ModelLoadError; 'auto' never picks it. ``warn`` logs warnings (default: ``log``). The
     warm-up's time is kept as ``runner.warmup_ms`` (what a frame costs before one is timed).
+    ``labels_from``: the index of a segmentation logits output whose labels and probability
+    the graph computes (:mod:`.logits_head`; the CPU and the accelerators each load their own
+    copy); ``runner.logits_head`` says where they come out (None: the logits are read here).
     """
+    def load_path(where: str) -> tuple[str, LogitsHead | None]:
+        if labels_from is None:
+            return model_path, None
+        return graph_with_labels(model_path, labels_from, warn or log, where == "cpu")
+
     backend = config.backend
     if backend not in BACKENDS:  # a library caller's typo (the settings table checks it)
         raise ModelLoadError(f"backend '{backend}' is unknown; allowed: {', '.join(BACKENDS)}")
@@ -129,26 +139,35 @@ def open_runner(model_path: str, config: BackendConfig = BackendConfig(), *, log
             fallback_note = f"GPU not used: {io.describe()}, read on the CPU (XNNPACK)"
             log(fallback_note)
         backend, config = _interpreter_only(backend, config, io, model_path, log)
+    head: LogitsHead | None = None
     if backend == "npu":
         from .npu_runner import open_npu_process_runner
-        runner = open_npu_process_runner(model_path, config.npu or {}, log, warn or log,
+        path, head = load_path("npu")
+        runner = open_npu_process_runner(path, config.npu or {}, log, warn or log,
                                          config.gpu_timeout, config.gpu_max_restarts)
     if backend in ("auto", "gpu"):
         from .gpu_runner import open_gpu_runner
         from ..setting_values import GPU_MAX_RESTARTS, GPU_TIMEOUT_S
+        path, head = load_path("gpu")
         runner, fallback_note = open_gpu_runner(
-            model_path, backend, config.gpu_precision, log, warn or log,
+            path, backend, config.gpu_precision, log, warn or log,
             GPU_TIMEOUT_S if config.gpu_timeout is None else config.gpu_timeout,
             GPU_MAX_RESTARTS if config.gpu_max_restarts is None else config.gpu_max_restarts)
     if runner is None:
         threads = default_num_threads() if config.num_threads == -1 else config.num_threads
+        path, head = load_path("cpu")
+        if path != model_path:  # the shapes checked below are the copy's
+            signature = check_model_file(path, check_io=False)
         try:
-            runner = open_cpu_runner(model_path, threads, config.cpu_precision, log)
+            runner = open_cpu_runner(path, threads, config.cpu_precision, log)
         except (ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"model file '{model_path}' could not be loaded by LiteRT "
                                  f"({_first_line(exc)}). Re-download it (see "
                                  "models/README.md).") from None
-    runner.fallback_note = fallback_note
+    runner.fallback_note, runner.logits_head = fallback_note, head
+    if head is not None:
+        log("segmentation labels and confidence are computed in the model's graph "
+            f"({head.path})")
     if isinstance(runner, InterpreterRunner) and (
             list(runner.input_shapes), list(runner.output_shapes)) != (
             list(signature.input_shapes), list(signature.output_shapes)):

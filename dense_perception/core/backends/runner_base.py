@@ -16,6 +16,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from .logits_head import LogitsHead
 from .model_pages import release_file_pages
 from ..setting_values import BACKENDS, GPU_PRECISIONS  # BACKENDS: for runner.py's check
 from ..model.tensors import FLOAT32, details_codec
@@ -40,6 +41,7 @@ class Runner(Protocol):
     description: str    # e.g. "cpu (XNNPACK Interpreter, 4 threads)"
     fallback_note: str  # why backend 'auto' is not on the GPU ("" otherwise)
     warmup_ms: float | None  # the warm-up inference's time (what a frame costs), None: not run
+    logits_head: LogitsHead | None  # where labels computed in the graph come out, or None
     input_shapes: list[tuple[int, ...]]
     output_shapes: list[tuple[int, ...]]
 
@@ -63,6 +65,7 @@ class RunnerBase:
     description = ""
     fallback_note = ""
     warmup_ms: float | None = None
+    logits_head: LogitsHead | None = None
 
     def details(self) -> dict[str, str]:
         """Diagnostic key/values of a GPU or NPU runner; {} for others."""
