@@ -6,10 +6,10 @@
     dense-perception info M
 
 The command line only: ``process`` makes the run's settings (``options/settings_args.py``),
-the command's own options (``options/process_options.py``) and the model session
-(``run/session.py``, its frame loop in ``run/loop.py``) once, here, and hands them down: one
-input to the session, many inputs (in this process or on Ray workers) to ``fleet/``. ``info``
-is in ``info.py``.
+the command's own options and the inputs they name (``options/process_options.py``), the
+run's plan (``run/run_plan.py``) and its model session (``run/session.py``, its frame loop in
+``run/loop.py``) once, here, and hands them down: one input to the session, many inputs (in
+this process or on Ray workers) to ``fleet/``. ``info`` is in ``info.py``.
 
 Exit status: 0 done, 2 error (one line on stderr says why; many inputs: any input failed),
 130 interrupted by Ctrl-C (the output is closed and valid, holding the frames done so far).
@@ -28,9 +28,8 @@ from ..core.model.specs import MODEL_TYPES, ModelSignatureError
 from ..core.backends.runner import ModelLoadError
 from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
-from .fleet.plan import first_kind, fleet_inputs
+from .fleet.plan import first_kind
 from .fleet.run import run_fleet
-from .options.flag_relevance import check_bag_options, check_flags
 from .inputs.sources import BAG_COMPRESSED
 from .run.run_plan import make_plan
 from .run.session import COPY_MODES, ModelSession, default_out, input_kind
@@ -145,28 +144,22 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_process(args: argparse.Namespace,
                 after_frame: Callable[[int], None] | None = None,
                 watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """``process``: the run's options and settings, each made and checked once, its plan
-    (``run.run_plan.make_plan``) and the model session; then one input
-    (``ModelSession.process_input``), or many (``fleet.run.run_fleet``) when given several, a
-    glob, a list or a Ray option. Nothing below sees ``args``, nor below the plan the options'
-    raw values."""
+    """``process``: the run's options, inputs and settings, each made and checked once, its plan
+    (``run.run_plan.make_plan``, checked against the inputs' kinds) and the model session of
+    the plan; then one input (``ModelSession.process_input``), or many
+    (``fleet.run.run_fleet``) when given several, a glob, a list or a Ray option. Nothing below
+    sees ``args``, nor below the plan the options' raw values."""
     from .inputs.bag_io import BagError
     from .inputs.file_io import InputError
     try:
         options = ProcessOptions.from_args(args)
-        if options.many:
-            paths = fleet_inputs(options.inputs, options.inputs_from, options.out)
-        else:
-            paths = [Path(options.inputs[0])]
+        paths = options.paths()
         given = given_settings(args)  # the setting flags typed: nothing below sees args
         settings = settings_from_args(args)
-        # The scale settings are checked for the first input's kind (many inputs: an input of
-        # another kind they do not suit fails alone).
+        # Each input's kind, for the flags and scale settings the plan checks (many inputs: an
+        # input of a kind they do not suit fails alone; a missing one counts as a bag).
         kind = first_kind if options.many else input_kind
-        kinds = [kind(path) for path in paths]  # a flag no input reads is refused
-        check_bag_options(options, kinds)
-        plan = make_plan(settings, options, scale_check_kind=lambda: kind(paths[0]))
-        check_flags(settings, given, plan.spec, options, kinds)
+        plan = make_plan(settings, options, [kind(path) for path in paths], given)
         session = ModelSession(plan)
         if options.many:
             return run_fleet(session, paths, watch)

@@ -1,7 +1,8 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""One input of a many-input run: its summary row, its attempt folder, and ``run_one``, the
-function every worker calls (in this process or in a Ray actor).
+"""One input of a many-input run: whether its output is complete already (skipped), its
+summary row, its attempt folder, the frames it should give, and ``run_one``, the function every
+worker calls (in this process or in a Ray actor).
 
 Apart from :mod:`.plan` (which plans the run) and :mod:`.run` (which runs it) so that
 :mod:`.ray_workers` imports it without importing the module that imports it.
@@ -18,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..console import EXIT_INTERRUPTED, EXIT_OK, describe
-from ..run.session import ModelSession
+from ..console import EXIT_INTERRUPTED, EXIT_OK, PROG, describe, say
+from ..options.process_options import ProcessOptions
+from ..run.session import ModelSession, input_kind
 
 
 def with_attempt(job: dict[str, Any], attempt: int) -> dict[str, Any]:
@@ -56,6 +58,48 @@ def frame_counts(summary: dict[str, Any]) -> dict[str, Any]:
     """The row fields an output's summary.json gives: frames done and skipped, fps."""
     return {"frames": summary.get("frames", 0), "skipped_frames": summary.get("rejected", 0),
             "fps": summary.get("fps")}
+
+
+def frame_count(path: Path, options: ProcessOptions) -> int:
+    """Frames an input should give, for the progress bar (0 when not known cheaply)."""
+    from ..inputs import bag_io
+    from ..inputs import file_io
+    try:
+        kind = input_kind(path)
+        if kind == "bag":
+            bag = bag_io.BagReader(path)
+            try:
+                count = sum(int(c.msgcount) for topic in (options.topics or (None,))
+                            for c in bag.image_connections(topic))
+            finally:
+                bag.close()
+        elif kind == "images":
+            count = len(file_io.list_images(path))
+        else:
+            count = 1 if kind == "image" else 0
+    except Exception:  # noqa: BLE001 - a damaged input is reported when it is processed
+        return 0
+    return min(count, options.max_frames) if options.max_frames else count
+
+
+def skipped_and_to_do(jobs: list[dict[str, Any]], options: ProcessOptions
+                       ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    """(the summary rows of the inputs whose output is complete for this key, said as
+    skipped; the jobs still to do, each with the frames it should give for the progress bar)."""
+    rows: dict[int, dict[str, Any]] = {}
+    to_do: list[dict[str, Any]] = []
+    for job in jobs:
+        done = None if options.force else finished_summary(Path(job["final"]), job["key"])
+        if done is not None:
+            rows[job["index"]] = {**job_row(job, "skipped"), **frame_counts(done),
+                                  "seconds": 0.0}
+        else:
+            job["frames"] = frame_count(Path(job["input"]), options)
+            to_do.append(job)
+    for index in sorted(rows):
+        say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
+            f"complete (--force redoes it)")
+    return rows, to_do
 
 
 # ---- one input: the function every worker calls ---------------------------------------------

@@ -26,7 +26,6 @@ Without ``--ray`` the inputs run one after another in this process with one load
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import re
@@ -36,10 +35,9 @@ from stat import S_ISREG
 from typing import Any
 
 from ...core.settings.table import PARAMS, Settings
-from ..console import PROG, CliError, say
-from ..options.process_options import GLOB, ProcessOptions
+from ..options.process_options import ProcessOptions
 from ..run.session import input_kind
-from .jobs import finished_summary, frame_counts, job_row, with_attempt
+from .jobs import with_attempt
 
 # The settings in the reuse key: every offline setting of the table marked affects_output
 # (a finished output made with other values is redone), but the model's path: the model file
@@ -53,61 +51,6 @@ _LEFTOVER = re.compile(r"\..+\.(?:partial|old)(?:-(?P<run>[0-9a-f]+)-\d+)?")
 
 
 # ---- inputs and their outputs ---------------------------------------------------------------
-def expand_inputs(items: list[str], inputs_from: str | None = None) -> list[Path]:
-    """Paths, globs and @LIST files (one input per line, # comments, paths relative to the
-    list's folder) to a list of inputs in the order given, each once."""
-    found: list[Path] = []
-
-    def add(item: str, base: Path | None) -> None:
-        if item.startswith("@"):
-            add_list(Path(item[1:]))
-            return
-        path = Path(item) if base is None or Path(item).is_absolute() else base / item
-        if not path.exists() and GLOB.search(item):
-            matches = sorted(glob.glob(str(path), recursive=True))
-            if not matches:
-                raise CliError(f"'{item}' matches no file")
-            found.extend(Path(m) for m in matches)
-        else:
-            found.append(path)  # a missing one is reported in the summary, like a damaged one
-
-    def add_list(path: Path) -> None:
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as exc:
-            raise CliError(f"cannot read the input list '{path}': {exc.strerror}") from None
-        for line in lines:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                add(line, path.parent)
-
-    for item in items:
-        add(item, None)
-    if inputs_from is not None:
-        add_list(Path(inputs_from))
-    unique: dict[str, Path] = {}
-    for path in found:
-        unique.setdefault(os.path.abspath(path), path)
-    if not unique:
-        raise CliError("no input given")
-    return list(unique.values())
-
-
-def fleet_inputs(items: list[str] | tuple[str, ...], inputs_from: str | None,
-                 out: str) -> list[Path]:
-    """The inputs of a many-input run (:func:`expand_inputs`) but those inside ``out`` (--out),
-    checked: CliError when none is left or ``out`` is a file."""
-    out_dir = Path(out)
-    # 'data/*' --out data/dense: the outputs are not inputs
-    paths = [p for p in expand_inputs(list(items), inputs_from)
-             if not p.resolve().is_relative_to(out_dir.resolve())]
-    if not paths:
-        raise CliError(f"no input outside --out '{out_dir}'")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
-    return paths
-
-
 def first_kind(path: Path) -> str:
     """The kind of a run's first input (``run.session.input_kind``), for the session's scale
     check; a missing or unreadable one counts as a bag (it fails alone, later)."""
@@ -207,45 +150,3 @@ def job_key(settings: Settings, options: ProcessOptions, model_path: str,
         key["camera_info_sha256"] = hashlib.sha256(
             Path(options.camera_info_yaml).read_bytes()).hexdigest()
     return key
-
-
-def frame_count(path: Path, options: ProcessOptions) -> int:
-    """Frames an input should give, for the progress bar (0 when not known cheaply)."""
-    from ..inputs import bag_io
-    from ..inputs import file_io
-    try:
-        kind = input_kind(path)
-        if kind == "bag":
-            bag = bag_io.BagReader(path)
-            try:
-                count = sum(int(c.msgcount) for topic in (options.topics or (None,))
-                            for c in bag.image_connections(topic))
-            finally:
-                bag.close()
-        elif kind == "images":
-            count = len(file_io.list_images(path))
-        else:
-            count = 1 if kind == "image" else 0
-    except Exception:  # noqa: BLE001 - a damaged input is reported when it is processed
-        return 0
-    return min(count, options.max_frames) if options.max_frames else count
-
-
-def skipped_and_to_do(jobs: list[dict[str, Any]], options: ProcessOptions
-                       ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
-    """(the summary rows of the inputs whose output is complete for this key, said as
-    skipped; the jobs still to do, each with the frames it should give for the progress bar)."""
-    rows: dict[int, dict[str, Any]] = {}
-    to_do: list[dict[str, Any]] = []
-    for job in jobs:
-        done = None if options.force else finished_summary(Path(job["final"]), job["key"])
-        if done is not None:
-            rows[job["index"]] = {**job_row(job, "skipped"), **frame_counts(done),
-                                  "seconds": 0.0}
-        else:
-            job["frames"] = frame_count(Path(job["input"]), options)
-            to_do.append(job)
-    for index in sorted(rows):
-        say(f"{PROG}: {Path(rows[index]['input']).name}: skipped, {rows[index]['output']} is "
-            f"complete (--force redoes it)")
-    return rows, to_do

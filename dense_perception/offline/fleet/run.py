@@ -14,15 +14,16 @@ from typing import Any, Callable
 
 from ..console import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, interactive, say
 from ..run.session import ModelSession
-from .jobs import run_one
-from .plan import job_key, make_jobs, remove_leftovers, skipped_and_to_do
-from .tally import FLEET_JSON, row_of_unreported, tally, write_fleet_summary
+from .jobs import run_one, skipped_and_to_do
+from .plan import job_key, make_jobs, remove_leftovers
+from .tally import FLEET_JSON, row_line, row_of_unreported, tally, write_fleet_summary
 
 
 def run_fleet(session: ModelSession, paths: list[Path],
               watch: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """``process`` over many inputs (``paths``: :func:`~.plan.fleet_inputs`) with the session cli.py
-    made: returns the exit status (see the module docstring)."""
+    """``process`` over many inputs (``paths``: ``ProcessOptions.paths``) with the session
+    cli.py made (its plan goes to Ray workers): returns the exit status (see the module
+    docstring)."""
     from tqdm import tqdm
     plan = session.plan
     options = plan.options
@@ -47,7 +48,7 @@ def run_fleet(session: ModelSession, paths: list[Path],
 
     def finished(row: dict[str, Any], index: int) -> None:
         rows[index] = row
-        say(_row_line(row, len(rows), len(paths)))
+        say(row_line(row, len(rows), len(paths)))
 
     try:
         if options.ray is not None and jobs:
@@ -81,12 +82,3 @@ def run_fleet(session: ModelSession, paths: list[Path],
         return EXIT_INTERRUPTED
     return EXIT_ERROR if counts["failed"] else EXIT_OK
 
-
-def _row_line(row: dict[str, Any], n: int, total: int) -> str:
-    name = Path(row["input"]).name
-    retry = f" (retried {row['retries']}x)" if row["retries"] else ""
-    if row["status"] == "done":
-        extra = f", {row['skipped_frames']} skipped" if row["skipped_frames"] else ""
-        return (f"{PROG}: [{n}/{total}] {name}: {row['frames']} frames{extra} in "
-                f"{row['seconds']:.1f} s ({row['fps'] or 0:.2f} fps){retry} -> {row['output']}")
-    return f"{PROG}: [{n}/{total}] {name}: {row['status']}{retry}: {row['error'] or 'stopped'}"

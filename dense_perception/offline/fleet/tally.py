@@ -1,7 +1,8 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """The fleet summary: its totals over the inputs' rows, the row of an input whose result never
-came back, and ``fleet_summary.json`` and ``.csv`` written beside the outputs."""
+came back, ``fleet_summary.json`` and ``.csv`` written beside the outputs, and each row's
+console line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..console import PROG
 from .jobs import frame_counts, job_row, made_by_run
 
 FLEET_JSON, FLEET_CSV = "fleet_summary.json", "fleet_summary.csv"
@@ -52,3 +54,14 @@ def write_fleet_summary(out_dir: Path, report: dict[str, Any]) -> None:
         for row in report["inputs"]:
             writer.writerow({k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS})
     os.replace(tmp, out_dir / FLEET_CSV)
+
+
+def row_line(row: dict[str, Any], n: int, total: int) -> str:
+    """The console line of an input's row, the ``n``-th of ``total`` to finish."""
+    name = Path(row["input"]).name
+    retry = f" (retried {row['retries']}x)" if row["retries"] else ""
+    if row["status"] == "done":
+        extra = f", {row['skipped_frames']} skipped" if row["skipped_frames"] else ""
+        return (f"{PROG}: [{n}/{total}] {name}: {row['frames']} frames{extra} in "
+                f"{row['seconds']:.1f} s ({row['fps'] or 0:.2f} fps){retry} -> {row['output']}")
+    return f"{PROG}: [{n}/{total}] {name}: {row['status']}{retry}: {row['error'] or 'stopped'}"

@@ -1,9 +1,9 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """The inputs of ``dense-perception process``, one class per kind: a bag, a video, a folder of
-images or one image. Each opens itself (errors here leave nothing behind), yields the frame loop's
-events, says what it holds, and makes the output target that matches it (a bag for a bag, a
-folder of files for the rest).
+images or one image. Each opens itself (errors here leave nothing behind, and come before the
+model loads), yields the frame loop's events, says what it holds, and makes the output target
+that matches it (a bag for a bag, a folder of files for the rest).
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ class _FileInput(OfflineInput):
     """Images and videos: a calibration file (--camera-info-yaml) stands for a CameraInfo."""
 
     def calibrated(self, events: Iterator[Frame]) -> Iterator[Frame]:
+        """The frames with their poses (--poses) and calibration (--camera-info-yaml), made
+        when the input opens: a trajectory that does not fit it fails there."""
         session = self.session
         if session.trajectory is not None:  # a sequence with known motion (inputs/poses.py)
             notes: list[str] = []  # frames without a pose, said before any frame
@@ -126,9 +128,10 @@ class VideoInput(_FileInput):
         self.check_size(self.video.size)
         self.summary["video_fps"] = self.video.fps
         self.description = f"{self.total or '?'} video frames"
+        self._events = self.calibrated(self._frames())  # a misfit trajectory fails here
 
     def events(self) -> Iterator[Frame]:
-        return self.calibrated(self._frames())
+        return self._events
 
     def _frames(self) -> Iterator[Frame]:
         frames = self.video.frames()
@@ -163,9 +166,10 @@ class ImagesInput(_FileInput):
             self.check_size((first.shape[1], first.shape[0]))
         self.total = len(self.paths)
         self.description = f"{self.total} image{'s' if self.total != 1 else ''}"
+        self._events = self.calibrated(self._frames())  # a misfit trajectory fails here
 
     def events(self) -> Iterator[Frame]:
-        return self.calibrated(self._frames())
+        return self._events
 
     def name_stamps(self) -> list[float] | None:
         """The images' stamps where every name is one (``1305031102.175304.png``, as the TUM

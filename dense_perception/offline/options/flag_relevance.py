@@ -1,9 +1,10 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""``dense-perception process`` refuses a flag that would do nothing in this run (exit 2, one
-line naming the flag and why), by the settings table's one relevance rule
-(``core/wiring/relevance.py``, shared with the node) and, for the command's own bag options,
-the input's kind. Only typed flags count: argparse gives None for one not typed.
+"""``dense-perception process`` refuses a setting flag that would do nothing in this run (exit
+2, one line naming the flag and why), by the settings table's one relevance rule
+(``core/wiring/relevance.py``, shared with the node); the run's plan checks it
+(``run/run_plan.py``, which also checks the command's own bag options against the inputs'
+kinds). Only typed flags count: argparse gives None for one not typed.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from ...core.model.specs import ModelSpec
-from ...core.wiring.relevance import INPUT_WORDS, Where, why_ignored
+from ...core.wiring.relevance import Where, why_ignored
 from ...core.settings.table import Settings
 from ..console import CliError
-from .process_options import BAG_ONLY, ProcessOptions
+from .process_options import ProcessOptions
 from .settings_args import OFFLINE
 
 
@@ -25,17 +26,6 @@ def run_where(spec: ModelSpec, kind: str, options: ProcessOptions) -> Where:
                  compressed=kind == "bag" and options.compressed != "off",
                  sequence=bool(options.poses),  # photos with a trajectory
                  motion=bool(options.odometry_topic if kind == "bag" else options.poses))
-
-
-def check_bag_options(options: ProcessOptions, kinds: Iterable[str]) -> None:
-    """CliError for a typed bag option when no input is a bag."""
-    kinds = sorted(set(kinds))
-    if "bag" in kinds:
-        return
-    for name, flag in BAG_ONLY.items():
-        if name in options.given:
-            raise CliError(f"{flag} has no effect on {INPUT_WORDS.get(kinds[0], kinds[0])} "
-                           "(it is read for a bag input only); leave it out")
 
 
 def check_flags(settings: Settings, given: list[str], spec: ModelSpec,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The options of ``dense-perception process`` that are the command's own, not the node's
 settings (those are a :class:`~dense_perception.core.settings.table.Settings`): what to read,
-where to write, which outputs, and how to run many inputs.
+where to write, which outputs, and how to run many inputs; and the inputs they name
+(:meth:`ProcessOptions.paths`: paths, globs and @LIST files).
 
 cli.py makes one :class:`ProcessOptions` from the parsed command line, checked, and hands it
 down with the settings; nothing below cli.py sees the argparse namespace.
@@ -11,6 +12,8 @@ down with the settings; nothing below cli.py sees the argparse namespace.
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -98,6 +101,13 @@ class ProcessOptions:
                    given=frozenset(name for name, flag in BAG_ONLY.items()
                                    if getattr(args, _dest(flag)) is not None))
 
+    def paths(self) -> list[Path]:
+        """The inputs this command names: the one input as given, or, for many, each input of
+        the paths, globs and lists (:func:`fleet_inputs`)."""
+        if self.many:
+            return fleet_inputs(self.inputs, self.inputs_from, self.out)
+        return [Path(self.inputs[0])]
+
     def output_values(self) -> dict[str, Any]:
         """``{option: value}`` of the options that change what an output holds (tuples as
         lists, as summary.json holds them): the command's part of the fleet's reuse key."""
@@ -120,3 +130,59 @@ def _check_many(out: str | None, ray: str | None, workers: int, threads: int) ->
                        "run one after another in this process)")
     if workers < 0 or threads < 1:
         raise CliError("--workers must be >= 0 and --threads-per-worker >= 1")
+
+
+# ---- the inputs named: paths, globs and lists ----------------------------------------------
+def expand_inputs(items: list[str], inputs_from: str | None = None) -> list[Path]:
+    """Paths, globs and @LIST files (one input per line, # comments, paths relative to the
+    list's folder) to a list of inputs in the order given, each once."""
+    found: list[Path] = []
+
+    def add(item: str, base: Path | None) -> None:
+        if item.startswith("@"):
+            add_list(Path(item[1:]))
+            return
+        path = Path(item) if base is None or Path(item).is_absolute() else base / item
+        if not path.exists() and GLOB.search(item):
+            matches = sorted(glob.glob(str(path), recursive=True))
+            if not matches:
+                raise CliError(f"'{item}' matches no file")
+            found.extend(Path(m) for m in matches)
+        else:
+            found.append(path)  # a missing one is reported in the summary, like a damaged one
+
+    def add_list(path: Path) -> None:
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            raise CliError(f"cannot read the input list '{path}': {exc.strerror}") from None
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                add(line, path.parent)
+
+    for item in items:
+        add(item, None)
+    if inputs_from is not None:
+        add_list(Path(inputs_from))
+    unique: dict[str, Path] = {}
+    for path in found:
+        unique.setdefault(os.path.abspath(path), path)
+    if not unique:
+        raise CliError("no input given")
+    return list(unique.values())
+
+
+def fleet_inputs(items: list[str] | tuple[str, ...], inputs_from: str | None,
+                 out: str) -> list[Path]:
+    """The inputs of a many-input run (:func:`expand_inputs`) but those inside ``out`` (--out),
+    checked: CliError when none is left or ``out`` is a file."""
+    out_dir = Path(out)
+    # 'data/*' --out data/dense: the outputs are not inputs
+    paths = [p for p in expand_inputs(list(items), inputs_from)
+             if not p.resolve().is_relative_to(out_dir.resolve())]
+    if not paths:
+        raise CliError(f"no input outside --out '{out_dir}'")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CliError(f"--out '{out_dir}' is a file; many inputs need a folder")
+    return paths

@@ -99,8 +99,9 @@ def given_settings(args: argparse.Namespace) -> list[str]:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The run's settings, made once from the parsed command line and checked against the
     table; CliError (naming the flag) when a value is out of its row."""
+    values = setting_values(args)
     try:
-        settings = Settings.from_values(setting_values(args))
+        settings = Settings.from_values(values)
     except SettingError as exc:
         raise CliError(exc.in_syntax(OFFLINE)) from None
     problem = compressed_depth_problem(settings, OFFLINE)

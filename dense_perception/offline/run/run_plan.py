@@ -11,7 +11,7 @@ the options) take the same plan, and the inputs read it (``inputs.sources.Sessio
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Iterable, Sequence
 
 from ...core.backends.runner import check_model_file, resolve_model_path
 from ...core.camera_track import TrackSetup
@@ -24,12 +24,14 @@ from ...core.motion.trajectory import Trajectory
 from ...core.products import OUTPUT_GROUPS, available_groups, request_for
 from ...core.scale.metric_scale import ScaleConfig
 from ...core.settings.table import Settings
+from ...core.wiring.relevance import INPUT_WORDS
 from ...core.wiring.derived import (compression_config, depth_options, depth_units_problem,
                                     estimates_scale, motion_config, scale_config)
 from ..console import CliError
 from ..inputs.camera_yaml import load_camera_info_yaml
 from ..inputs.poses import load_poses
-from ..options.process_options import ProcessOptions
+from ..options.flag_relevance import check_flags
+from ..options.process_options import BAG_ONLY, ProcessOptions
 from ..options.scale_options import ScaleOptionError, scale_for
 from ..options.settings_args import DEPTH_FORMATS, OFFLINE
 
@@ -69,23 +71,27 @@ class RunPlan:
         return replace(self, settings=self.settings.changed({"num_threads": threads}))
 
 
-def make_plan(settings: Settings, options: ProcessOptions,
-              scale_check_kind: Callable[[], str] | None = None) -> RunPlan:
-    """The run's plan. Fails (one line) before any input is opened on a missing or unsupported
-    model, metric-scale settings that cannot work (for inputs of the kind
-    ``scale_check_kind()`` gives), a bad trajectory or calibration file, or --outputs the
-    model cannot give."""
+def make_plan(settings: Settings, options: ProcessOptions, kinds: Sequence[str] = (),
+              given: Sequence[str] = ()) -> RunPlan:
+    """The run's plan, checked against the kinds of its inputs (``kinds``, in input order:
+    ``session.input_kind``; without them, the checks that need them are left out). Fails (one
+    line) before any input is opened on a typed bag option that no input reads, a missing or
+    unsupported model, metric-scale settings that cannot work (for inputs of the first
+    input's kind), a bad trajectory or calibration file, --outputs the model cannot give, or
+    a typed setting flag (``given``) that does nothing for this model on every one of the
+    inputs (``options.flag_relevance.check_flags``)."""
+    check_bag_options(options, kinds)
     model_path = resolve_model_path(settings.model_path)
     signature = check_model_file(model_path)
     spec = detect_model_spec(
         signature.input_shapes, signature.output_shapes, settings.model_type,
         source=f"model file '{model_path}'", output_names=signature.output_names,
         depth=depth_options(settings), file=signature)
-    # The input's kind first: a missing input is said before what the settings lack.
-    kind = scale_check_kind() if scale_check_kind is not None else None
+    kind = kinds[0] if kinds else None  # many inputs: one of another kind fails alone
     problem = depth_units_problem(settings, spec.metric_depth, OFFLINE)
     if problem:
         raise ScaleOptionError(problem)
+    motion, compression = motion_config(settings), compression_config(settings)
     scale = scale_config(settings) if estimates_scale(settings, spec.metric_depth) else None
     trajectory = load_poses(options.poses)  # --poses: a bad file fails here
     if kind is not None:  # checks the input kind
@@ -94,10 +100,23 @@ def make_plan(settings: Settings, options: ProcessOptions,
     camera_info = load_camera_info_yaml(options.camera_info_yaml, settings.input_rectified) \
         if options.camera_info_yaml else None
     groups, keys = parse_outputs(options.outputs, spec)
-    return RunPlan(settings, options, model_path, spec, scale, motion_config(settings),
-                   compression_config(settings), trajectory, camera_info, tuple(groups),
-                   tuple(keys), request_for(keys, points_rgb=settings.points_rgb),
+    request = request_for(keys, points_rgb=settings.points_rgb)
+    if kinds:  # a flag no input reads is refused
+        check_flags(settings, list(given), spec, options, kinds)
+    return RunPlan(settings, options, model_path, spec, scale, motion, compression, trajectory,
+                   camera_info, tuple(groups), tuple(keys), request,
                    DEPTH_FORMATS[settings.depth_encoding])
+
+
+def check_bag_options(options: ProcessOptions, kinds: Iterable[str]) -> None:
+    """CliError for a typed bag option (``process_options.BAG_ONLY``) when no input is a bag."""
+    kinds = sorted(set(kinds))
+    if not kinds or "bag" in kinds:
+        return
+    for name, flag in BAG_ONLY.items():
+        if name in options.given:
+            raise CliError(f"{flag} has no effect on {INPUT_WORDS.get(kinds[0], kinds[0])} "
+                           "(it is read for a bag input only); leave it out")
 
 
 def parse_outputs(text: str, spec: ModelSpec) -> tuple[list[str], list[str]]:

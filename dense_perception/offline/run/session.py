@@ -93,15 +93,16 @@ class ModelSession:
         self.fallback, self._pipeline = fallback, pipeline
         return pipeline
 
-    def describe(self) -> dict[str, Any]:
-        """What summary.json says of the model and the run's settings (once loaded)."""
+    def loaded(self) -> tuple[DensePipeline, dict[str, Any]]:
+        """The loaded pipeline (:meth:`pipeline`) and what summary.json says of the model and
+        the run's settings."""
         pipeline, plan = self.pipeline(), self.plan
         runner, spec = pipeline.runner, plan.spec
-        return {"model": {"path": plan.model_path, "kind": spec.kind,
-                          "name": spec.display_name, "metric_depth": spec.metric_depth},
-                "backend": runner.description, "backend_note": self.fallback,
-                "litert": litert_version(), "outputs": list(plan.groups),
-                "config": dict(vars(pipeline.config))}
+        return pipeline, {"model": {"path": plan.model_path, "kind": spec.kind,
+                                    "name": spec.display_name, "metric_depth": spec.metric_depth},
+                          "backend": runner.description, "backend_note": self.fallback,
+                          "litert": litert_version(), "outputs": list(plan.groups),
+                          "config": dict(vars(pipeline.config))}
 
     def process_input(self, in_path: Path, out_path: Path, *,
                       after_frame: Callable[[int], None] | None = None,
@@ -129,17 +130,17 @@ class ModelSession:
         summary.update(extra_summary or {})
         source = open_input(plan, in_path, kind, timer, track)  # errors: nothing left behind
         try:
+            pipeline, model = self.loaded()  # loaded once per session, once the input opened
             events = source.events()
             summary.update(source.summary)
             total = source.total
             if max_frames and total:
                 total = min(total, max_frames)
-            pipeline = self.pipeline()  # loaded once per session
             pipeline.timer = timer
             if pipeline.confidence_note() and not quiet and not default_confidence(
                     pipeline.config.points_min_confidence):
                 warn(pipeline.confidence_note())  # asked for, not the default: it can't act
-            summary.update(self.describe(), depth_format=plan.depth_format)
+            summary.update(model, depth_format=plan.depth_format)
             target = source.target(out_path, summary)
             if not quiet:
                 print(f"{PROG}: {plan.spec.display_name} on {pipeline.runner.description}"
