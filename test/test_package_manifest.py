@@ -20,7 +20,7 @@ from support.common import REPO
 ROSDEP_KEYS = {"numpy": "python3-numpy", "cv2": "python3-opencv", "tqdm": "python3-tqdm",
                "yaml": "python3-yaml"}
 # Python module -> pip distribution, for what has no rosdep key.
-PIP_ONLY = {"ai_edge_litert": "ai-edge-litert", "rosbags": "rosbags"}
+PIP_ONLY = {"ai_edge_litert": "ai-edge-litert", "rosbags": "rosbags", "flatbuffers": "flatbuffers"}
 # Python module -> the pip extra that brings it (optional features, imported lazily; never the node).
 EXTRAS = {"ray": "fleet", "openvino": "openvino"}
 ROBOT_CODE = [*(REPO / "dense_perception").glob("core/**/*.py"),
@@ -87,8 +87,8 @@ def test_pip_only_packages_are_what_the_robot_venv_installs():
 
 def test_every_runtime_requirement_is_pinned_to_a_range_and_locked():
     runtime = requirement_ranges("requirements/runtime.txt")
-    assert set(runtime) == {"ai-edge-litert", "numpy", "opencv-python-headless", "rosbags",
-                            "tqdm", "pyyaml"}
+    assert set(runtime) == {"ai-edge-litert", "flatbuffers", "numpy", "opencv-python-headless",
+                            "rosbags", "tqdm", "pyyaml"}
     for name, spec in runtime.items():
         assert ">=" in spec and "<" in spec, f"{name} has no upper and lower bound: {spec!r}"
     for lock in ("constraints.txt", "constraints-jazzy.txt", "constraints-py310.txt",

@@ -100,7 +100,7 @@ def graph_with_labels(model_path: str, logits_index: int, warn: Callable[[str], 
     try:
         head = headed_model(model_path, logits_index, classes_last=classes_last)
         return head.path, head
-    except (OSError, ValueError) as exc:
+    except (ImportError, OSError, ValueError) as exc:
         warn(f"segmentation labels are read from the logits on the host (slower): the graph "
              f"that computes them could not be written ({exc})")
         return model_path, None
