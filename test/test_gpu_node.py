@@ -114,10 +114,11 @@ def test_node_on_gpu_publishes_names_the_adapter_and_stays_responsive(adapter, m
         latencies = []
 
         def finishes_inside_a_run():
-            # Started and ended while one inference ran: it made progress during inference
-            # (with the GIL held by the inference it could not have ended before it).
+            # Ended while an inference ran: it made progress during inference (with the GIL
+            # held by the inference it could not have ended before the inference did). A short
+            # post-processing (labels computed in the graph) often starts just before it.
             runs = list(runner.runs)
-            return [f for f in list(finishes) if any(r0 < f[0] and f[1] < r1 for r0, r1 in runs)]
+            return [f for f in list(finishes) if any(r0 < f[1] < r1 for r0, r1 in runs)]
         try:
             deadline = time.monotonic() + 120
             while (len(latencies) < 10 or not finishes_inside_a_run()) \
@@ -133,10 +134,10 @@ def test_node_on_gpu_publishes_names_the_adapter_and_stays_responsive(adapter, m
         h.close()
     runs, ends, inside = list(runner.runs), list(finishes), finishes_inside_a_run()
     print(f"parameter get during GPU inference: {', '.join(f'{x:.0f}' for x in latencies)} ms; "
-          f"{len(inside)} of {len(ends)} post-processings ran entirely inside an inference "
+          f"{len(inside)} of {len(ends)} post-processings ended inside an inference "
           f"(inference median {np.median([b - a for a, b in runs]) * 1000:.0f} ms)")
     assert len(latencies) == 10
     # Within 100 ms: 9 of 10 (one may meet a scheduling hiccup on a shared CI machine).
     assert sorted(latencies)[8] < 100.0, latencies
-    assert inside, "post-processing of frame N never overlapped inference of frame N+1"
+    assert inside, "post-processing never made progress while an inference ran"
 
