@@ -45,10 +45,9 @@ class CameraChannel:
                  on_image: Callable[["CameraChannel", Any], None],
                  odometry: tuple[OdometryInput, int] | None = None) -> None:
         """``setup``: this camera's configuration, derived once from the settings by the node
-        (``core.wiring.derived.node_setup``); ``spec``: the model's; ``on_image(channel,
-        msg)``: a frame arrived
-        (the executor thread); ``odometry``: the node's odometry input and this camera's index
-        among the cameras."""
+        (``core.wiring.derived.node_setup``); ``spec``: the model's; ``on_image(channel, msg)``:
+        a frame arrived (the executor thread); ``odometry``: the node's odometry input and this
+        camera's index among the cameras."""
         name = setup.name
         self.name = name
         self.odometry = odometry

@@ -39,6 +39,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..model.tflite_file import read_signature
+
 HEAD_VERSION = "1"  # part of the cache key: a change to the appended ops writes a new copy
 LABELS_NAME = "segmentation_labels"
 PROBABILITY_NAME = "segmentation_probability"
@@ -89,7 +91,7 @@ def headed_model(model_path: str, logits_index: int, cache_dir: Path | None = No
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(tmp, target)
-    count = _output_count(target.read_bytes())
+    count = len(read_signature(target).output_shapes)  # mapped: no read of the weights
     return LogitsHead(str(target), logits_index, count - 3, count - 2, count - 1)
 
 
@@ -118,12 +120,6 @@ def read_head(outputs: list[np.ndarray], head: LogitsHead, invalid: int
     probability[unusable] = np.nan
     labels[unusable & ~np.isinf(outputs[head.top][0, 0])] = invalid
     return labels, probability, (time.perf_counter() - start) * 1000.0
-
-
-def _output_count(data: bytes) -> int:
-    """How many outputs a model's main subgraph has."""
-    from ai_edge_litert import schema_py_generated as fb
-    return fb.Model.GetRootAs(data, 0).Subgraphs(0).OutputsLength()
 
 
 def _append_head(data: bytes, logits_index: int, classes_last: bool) -> bytes:
