@@ -29,7 +29,7 @@ ENSURE_VENV = $(PYTHON) -c "import ensurepip" 2>/dev/null || { \
 MODEL ?=
 MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
-.PHONY: eval-real bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-menu bench-pi soak models clean docs demo-picture
+.PHONY: eval-real bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-arm64 bench-menu bench-pi soak models clean docs demo-picture
 
 setup: $(VENV)/.ready
 
@@ -182,6 +182,18 @@ bench: torch-env
 	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
 	$(PY) -m tools.bench.motion --model "DA3 at 504=$(BENCH_MODELS)/menu/da3_cpu_280x504_fp32.tflite" \
 	  --model "TIPSv2=$(BENCH_MODELS)/tipsv2_class.tflite"
+
+# The camera-motion stages in the emulated arm64 userland of test-arm64 and on this machine's
+# x86_64 under the same qemu-user, side by side: emulated wall time means nothing, their ratio
+# says which stages the emulation slows most. Needs root (chroot), as test-arm64 does.
+bench-arm64: setup
+	@mkdir -p bench_out
+	ARM64_RUN=1 tools/arm64/test_arm64.sh python -m tools.bench.motion --rounds 4 \
+	  --json bench_out/motion_arm64_emulated.json
+	qemu-x86_64-static $(PY) -m tools.bench.motion --rounds 4 \
+	  --json bench_out/motion_x86_emulated.json
+	$(PY) -m tools.bench.motion --compare bench_out/motion_arm64_emulated.json \
+	  bench_out/motion_x86_emulated.json
 
 # The host path through the node over DDS (the test models, 1280x720 bgr8 at 5 Hz, every
 # output subscribed and depth only): the node's stage means, host ms and host ceiling.

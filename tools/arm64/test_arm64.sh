@@ -8,6 +8,8 @@
 #
 #   tools/arm64/test_arm64.sh [pytest args...]    (default: the tests in ARM64_TESTS below)
 #   ARM64_FULL=1 tools/arm64/test_arm64.sh        (also DA3 at 504x280 in fp16: hours emulated)
+#   ARM64_RUN=1 tools/arm64/test_arm64.sh CMD...  (CMD in the same place instead of pytest:
+#                                                  `make bench-arm64`)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -90,6 +92,8 @@ done > "$CPUINFO"
 # 6. The tests, in the chroot, on this checkout bind-mounted at /repo (private mounts: they
 #    vanish with the namespace, whatever happens).
 [ $# -gt 0 ] || set -- "${ARM64_TESTS[@]}"
+RUNNER="python -m pytest -q -p no:cacheprovider" WHAT=tests
+[ -z "${ARM64_RUN:-}" ] || RUNNER="" WHAT="$*"  # the arguments are the command itself
 t0=$SECONDS
 say "$(chroot "$ROOTFS" /opt/venv/bin/python -c 'import platform, ai_edge_litert, importlib.metadata as m; print(platform.machine(), "Python", platform.python_version(), "ai-edge-litert", m.version("ai-edge-litert"))')"
 mkdir -p "$ROOTFS/repo" "$ROOTFS/arm64-models" "$CACHE/arm64-models"
@@ -102,6 +106,6 @@ unshare --mount --propagation private bash -c '
   shift 4
   exec chroot "'"$ROOTFS"'" /usr/bin/env -i PATH=/opt/venv/bin:/usr/bin:/bin HOME=/tmp \
     LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 DENSE_PERCEPTION_ARM64_MODELS=/arm64-models \
-    DENSE_PERCEPTION_EMULATED=1 DENSE_PERCEPTION_ARM64_FULL="'"${ARM64_FULL:-}"'" bash -c "cd /repo && exec python -m pytest -q -p no:cacheprovider \"\$@\"" pytest "$@"
+    DENSE_PERCEPTION_EMULATED=1 DENSE_PERCEPTION_ARM64_FULL="'"${ARM64_FULL:-}"'" bash -c "cd /repo && exec '"$RUNNER"' \"\$@\"" run "$@"
 ' bash "$REPO" "$ROOTFS" "$CPUINFO" "$CACHE/arm64-models" "$@"
-say "tests took $((SECONDS - t0)) s"
+say "$WHAT took $((SECONDS - t0)) s"

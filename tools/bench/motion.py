@@ -11,11 +11,16 @@ filter and the map together <= 8 ms. Each stage is also given per second of 30 H
 passes its real-size DA3 and TIPSv2 stand-ins), as a share of that model's own CPU inference
 on this machine. Run: ``make bench`` (one of its steps), or
 ``python -m tools.bench.motion --rounds 40``.
+
+``--json PATH`` keeps the stages' ms; ``--compare A.json B.json`` prints A / B per stage:
+``make bench-arm64`` runs the bench in the emulated arm64 userland of ``make test-arm64`` and on
+this machine's x86_64 under the same qemu-user, where only the ratio means something.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
@@ -110,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--model", action="append", default=[], metavar="LABEL=PATH",
                         help="a model whose CPU inference each stage is compared with")
+    parser.add_argument("--json", metavar="PATH", help="also write the stages' ms here")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="print A / B per stage from two --json files (no bench)")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare)
     models = dict(m.split("=", 1) for m in args.model)
     cv2.setNumThreads(1)  # beside inference's threads, as in the node
     results = bench(args.rounds)
@@ -124,6 +134,25 @@ def main(argv: list[str] | None = None) -> int:
                 "scale map + filter": f" (goal <= {GOAL_MAP_FILTER_MS:g})"}.get(name, "")
         share = "".join(f" {100 * ms / model:.1f} % |" for model in inference.values())
         print(f"| {name} | {ms:.2f}{goal} | {ms * VIDEO_HZ:.0f} |{share}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump({"rounds": args.rounds, "stages_ms": results}, out, indent=1)
+    return 0
+
+
+def compare(path_a: str, path_b: str) -> int:
+    """Print each stage's ms in the runs written to ``path_a`` and ``path_b`` and their ratio
+    (the way to read emulated runs, whose wall time means nothing on its own)."""
+    runs = []
+    for path in (path_a, path_b):
+        with open(path, encoding="utf-8") as f:
+            runs.append(json.load(f)["stages_ms"])
+    print(f"| camera motion, per {WIDTH}x{HEIGHT} frame | {path_a} ms | {path_b} ms | ratio |")
+    print("|---|---|---|---|")
+    for name, a in runs[0].items():
+        b = runs[1].get(name)
+        ratio = f"{a / b:.0f}" if b and b > 0.05 else "-"  # a stage of a few us: no ratio
+        print(f"| {name} | {a:.2f} | {'-' if b is None else f'{b:.2f}'} | {ratio} |")
     return 0
 
 
