@@ -9,7 +9,7 @@ import pytest
 
 from support.moving_scene import K, path, render
 from dense_perception.core.motion.motion_scale import MotionScale
-from dense_perception.core.motion.scale_map import fit_scale_map
+from dense_perception.core.motion.scale_map import MIN_CELL, cell_medians, fit_scale_map
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -62,3 +62,20 @@ def test_a_correction_never_crosses_a_depth_edge():
     ratio = np.exp(field[:, :75] - field[:, 75:].mean())
     assert np.allclose(ratio, 2.0, rtol=0.06)
     assert np.allclose(field[:, 75:], field[:, 75:].mean(), atol=0.02)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cell_medians_are_numpys_median_of_each_full_cell(dtype):
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        values = rng.normal(size=int(rng.integers(0, 2500))).astype(dtype)
+        if trial % 2:
+            values = np.round(values, 1)  # ties, and cells of even counts
+        cells = rng.integers(0, 24, len(values))
+        filled, medians, counts = cell_medians(values, cells, 24)
+        full = [c for c in range(24) if np.count_nonzero(cells == c) >= MIN_CELL]
+        assert filled.tolist() == full
+        for cell, median, count in zip(filled, medians, counts):
+            expected = np.median(values[cells == cell])
+            assert median == expected and median.dtype == expected.dtype  # bit for bit
+            assert count == np.count_nonzero(cells == cell)

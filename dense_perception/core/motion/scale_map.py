@@ -58,12 +58,11 @@ def fit_scale_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.nd
             continue
         level = float(np.median(y[mine]))
         grid = np.full(rows * cols, level)
-        spatial = (r * cols + c)[mine]
-        for index in np.unique(spatial):
-            values = y[mine][spatial == index]
-            if len(values) >= MIN_CELL:
-                grid[index] = level + (np.median(values) - level) * len(values) / (
-                    len(values) + SHRINK)
+        filled, medians, counts = cell_medians(y[mine], (r * cols + c)[mine], rows * cols)
+        # In y's precision (float32 samples, as each cell's own np.median gives).
+        shrunk = counts.astype(y.dtype)
+        grid[filled] = y.dtype.type(level) + (medians - y.dtype.type(level)) * shrunk / (
+            shrunk + y.dtype.type(SHRINK))
         grid = np.clip(grid.reshape(rows, cols), -MAX_CORRECTION, MAX_CORRECTION)
         centres.append(float(np.median(log_rel[mine])))
         # Bilinear across the view (cell centres at the grid's pixel centres).
@@ -80,3 +79,19 @@ def fit_scale_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.nd
         out += weight * (planes[b] - planes[b - 1])
     out[~valid] = 0.0
     return out.astype(np.float32)
+
+
+def cell_medians(values: np.ndarray, cells: np.ndarray, n_cells: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cells (ids below ``n_cells``) holding at least :data:`MIN_CELL` of ``values``, the
+    median of each one's values (as ``np.median`` gives it, in ``values``' precision) and
+    their counts: one sort by cell, then value, instead of a median per cell."""
+    order = np.lexsort((values, cells))
+    ordered = values[order]
+    counts = np.bincount(cells, minlength=n_cells)
+    starts = np.cumsum(counts) - counts
+    filled = np.flatnonzero(counts >= MIN_CELL)
+    low = ordered[starts[filled] + (counts[filled] - 1) // 2]
+    high = ordered[starts[filled] + counts[filled] // 2]
+    # np.median's mean of the middle pair: (a + b) / 2 in the values' own precision.
+    return filled, (low + high) / values.dtype.type(2), counts[filled]
