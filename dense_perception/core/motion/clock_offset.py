@@ -31,10 +31,13 @@ SHARPNESS = 1.2             # the ends of the summed curve at least this x its m
 EVERY = 2                   # a curve from every second pair (the offset changes slowly)
 
 
-def pose_at(stamps: list[float], poses: list[np.ndarray], t: float) -> np.ndarray | None:
+def pose_at(stamps: list[float], poses: list[np.ndarray], t: float,
+            quaternions: list[np.ndarray] | None = None) -> np.ndarray | None:
     """The pose at ``t`` along ``poses`` (at increasing ``stamps``): interpolated between the
     two around it, or extrapolated at the last (first) two's velocity at most
-    :data:`MAX_EXTRAPOLATION_S` beyond the ends; None farther."""
+    :data:`MAX_EXTRAPOLATION_S` beyond the ends; None farther. ``quaternions``: the poses'
+    rotations as quaternions, where the caller keeps them (the offset's search interpolates
+    the same poses dozens of times a pair)."""
     if len(stamps) < 2 or t < stamps[0] - MAX_EXTRAPOLATION_S or \
             t > stamps[-1] + MAX_EXTRAPOLATION_S:
         return None
@@ -42,7 +45,8 @@ def pose_at(stamps: list[float], poses: list[np.ndarray], t: float) -> np.ndarra
     span = stamps[j + 1] - stamps[j]
     if span <= 0:
         return None
-    return interpolate(poses[j], poses[j + 1], (t - stamps[j]) / span)
+    pair = None if quaternions is None else (quaternions[j], quaternions[j + 1])
+    return interpolate(poses[j], poses[j + 1], (t - stamps[j]) / span, pair)
 
 
 def epipolar_terms(ub: np.ndarray, vb: np.ndarray, ua: np.ndarray, va: np.ndarray,
@@ -89,9 +93,10 @@ class ClockOffset:
 
     def add_pair(self, ub: np.ndarray, vb: np.ndarray, ua: np.ndarray, va: np.ndarray,
                  tb: float, ta: float, stamps: list[float], poses: list[np.ndarray],
-                 k: Intrinsics) -> None:
+                 k: Intrinsics, quaternions: list[np.ndarray] | None = None) -> None:
         """One pair's curve: frame b (stamp ``tb``, pixels ``ub, vb``) matched at ``ua, va`` in
-        frame a (``ta``), with the frames' poses at ``stamps``; one pair in :data:`EVERY`."""
+        frame a (``ta``), with the frames' poses at ``stamps`` (and their ``quaternions``,
+        where kept: see :func:`pose_at`); one pair in :data:`EVERY`."""
         self._pairs += 1
         if self._pairs % EVERY:
             return
@@ -99,7 +104,8 @@ class ClockOffset:
         ub, vb, ua, va = ub[::step], vb[::step], ua[::step], va[::step]
         curve = np.full(len(OFFSETS), np.nan)
         for i, offset in enumerate(OFFSETS):
-            pose_b, pose_a = pose_at(stamps, poses, tb + offset), pose_at(stamps, poses, ta + offset)
+            pose_b = pose_at(stamps, poses, tb + offset, quaternions)
+            pose_a = pose_at(stamps, poses, ta + offset, quaternions)
             if pose_b is not None and pose_a is not None:
                 curve[i] = epipolar_residual(ub, vb, ua, va, motion(pose_b, pose_a), k)
         if np.isfinite(curve).sum() >= 3:

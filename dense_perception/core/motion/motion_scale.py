@@ -53,7 +53,7 @@ from ..geometry.intrinsics import Intrinsics
 from ..scale.estimators import Estimate
 from .clock_offset import ClockOffset, epipolar_terms, pose_at
 from .scale_map import fit_scale_map
-from .pose import motion, rotation_angle_deg
+from .pose import motion, quaternion_from_rotation, rotation_angle_deg
 
 FLOW_WIDTH = 320          # px: flow on a frame this wide (cost; DIS is accurate to ~0.3 px)
 MAX_HISTORY_S = 2.0       # s of past frames kept as partners
@@ -79,6 +79,7 @@ class _Past:
     t: float
     pose: np.ndarray
     grey: np.ndarray
+    quaternion: np.ndarray  # the pose's rotation, kept for the clock offset's interpolation
 
 
 def flow_image(grey: np.ndarray) -> np.ndarray:
@@ -124,7 +125,7 @@ class MotionScale:
             self._past.popleft()
         small = flow_image(grey)
         partner = self._partner(pose)
-        self._past.append(_Past(t, pose, small))
+        self._past.append(_Past(t, pose, small, quaternion_from_rotation(pose[:3, :3])))
         if partner is None:
             return Estimate(None, reason=(
                 f"the camera moved less than motion_scale_min_baseline "
@@ -161,14 +162,15 @@ class MotionScale:
         return None
 
     def _compensated(self, b_to_a: np.ndarray, times: tuple[float, float],
-                     stamps: list[float], poses: list[np.ndarray]) -> np.ndarray:
+                     stamps: list[float], poses: list[np.ndarray],
+                     quaternions: list[np.ndarray]) -> np.ndarray:
         """The pair's motion with the poses (the past frames', at ``stamps``) taken at the pose
         clock's offset, once known."""
         offset = self.fixed_offset or self.clock.offset
         if offset is None or abs(offset) < MIN_OFFSET_S:
             return b_to_a
-        pose_b = pose_at(stamps, poses, times[0] + offset)
-        pose_a = pose_at(stamps, poses, times[1] + offset)
+        pose_b = pose_at(stamps, poses, times[0] + offset, quaternions)
+        pose_a = pose_at(stamps, poses, times[1] + offset, quaternions)
         return b_to_a if pose_b is None or pose_a is None else motion(pose_b, pose_a)
 
     def _fit(self, grey_b: np.ndarray, grey_a: np.ndarray, b_to_a: np.ndarray,
@@ -200,9 +202,10 @@ class MotionScale:
         started = time.perf_counter()
         if times is not None:  # the pose clock's offset: measured (unless set), compensated
             stamps, poses = [p.t for p in self._past], [p.pose for p in self._past]
+            quaternions = [p.quaternion for p in self._past]
             if self.fixed_offset is None:
-                self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k)
-            b_to_a = self._compensated(b_to_a, times, stamps, poses)
+                self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k, quaternions)
+            b_to_a = self._compensated(b_to_a, times, stamps, poses, quaternions)
         self.stage_ms["clock offset"] = 1000.0 * (time.perf_counter() - started)
         c1, d1, c2, d2, pz = epipolar_terms(ub, vb, ua, va, b_to_a, k, np.float32)
         cc = c1 * c1 + c2 * c2

@@ -97,11 +97,15 @@ def slerp(q0: np.ndarray, q1: np.ndarray, alpha: float) -> np.ndarray:
     return (np.sin((1 - alpha) * theta) * q0 + np.sin(alpha * theta) * q1) / np.sin(theta)
 
 
-def interpolate(pose0: np.ndarray, pose1: np.ndarray, alpha: float) -> np.ndarray:
+def interpolate(pose0: np.ndarray, pose1: np.ndarray, alpha: float,
+                quaternions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The pose a fraction ``alpha`` of the way from pose0 to pose1 (linear in translation,
-    spherical in rotation)."""
+    spherical in rotation). ``quaternions``: the two poses' own
+    (:func:`quaternion_from_rotation`), where the caller keeps them."""
     pose = np.eye(4)
-    q = slerp(quaternion_from_rotation(pose0[:3, :3]), quaternion_from_rotation(pose1[:3, :3]), alpha)
+    q0, q1 = quaternions or (quaternion_from_rotation(pose0[:3, :3]),
+                             quaternion_from_rotation(pose1[:3, :3]))
+    q = slerp(q0, q1, alpha)
     pose[:3, :3] = rotation_from_quaternion(*q)
     pose[:3, 3] = (1 - alpha) * pose0[:3, 3] + alpha * pose1[:3, 3]
     return pose
