@@ -33,7 +33,7 @@ from dense_perception.ros.diagnostics import HOST_STAGES
 from tools.bench.loadgen import run_stream
 
 MODELS = {"da3": "models/test_da3_small.tflite", "tipsv2": "models/test_tipsv2_b14_dpt.tflite"}
-GOALS_MS = {("da3", 2): 8.0, ("da3", 1): 20.0, ("tipsv2", 2): 15.0, ("tipsv2", 1): 25.0}
+GOALS_MS = {("da3", 2): 6.0, ("da3", 1): 20.0, ("tipsv2", 2): 15.0, ("tipsv2", 1): 22.0}
 
 
 def node_script(checkout: Path | None) -> list[str] | None:
