@@ -60,9 +60,8 @@ def fit_scale_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.nd
         grid = np.full(rows * cols, level)
         filled, medians, counts = cell_medians(y[mine], (r * cols + c)[mine], rows * cols)
         # In y's precision (float32 samples, as each cell's own np.median gives).
-        shrunk = counts.astype(y.dtype)
-        grid[filled] = y.dtype.type(level) + (medians - y.dtype.type(level)) * shrunk / (
-            shrunk + y.dtype.type(SHRINK))
+        n, band_level = counts.astype(y.dtype), y.dtype.type(level)
+        grid[filled] = band_level + (medians - band_level) * n / (n + y.dtype.type(SHRINK))
         grid = np.clip(grid.reshape(rows, cols), -MAX_CORRECTION, MAX_CORRECTION)
         centres.append(float(np.median(log_rel[mine])))
         # Bilinear across the view (cell centres at the grid's pixel centres).
