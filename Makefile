@@ -31,34 +31,53 @@ MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 
 .PHONY: eval-real bench-host setup test test-gpu test-npu test-jazzy test-py310 test-py312 test-install lock test-export test-fleet bench-fleet test-arm64 torch-env demo bench bench-arm64 bench-menu bench-pi soak models clean docs demo-picture
 
-setup: $(VENV)/.ready
+# A venv's stamp is named by the hash of the files it is installed from: a changed requirement
+# gives a new name and brings the venv up to date in place (pip keeps what already fits), an
+# unchanged one skips the work. pip's own cache serves every venv of a run.
+hash_of = $(shell cat $(1) | sha256sum | cut -c1-12)
+# $(1): the venv, $(2): how to make it (python -m venv, with any options); then pip install $(3)
+define venv_install
+	@[ -x $(1)/bin/python ] || $(2) $(1)
+	$(1)/bin/pip install -q $(3)
+	@rm -f $(1)/.ready-*
+endef
+MAIN_READY := $(VENV)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
+	requirements/ros-kilted.txt requirements/robot.txt requirements/constraints.txt setup.py setup.cfg)
+JAZZY_READY := $(VENV_JAZZY)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
+	requirements/ros-jazzy.txt requirements/constraints-jazzy.txt setup.py setup.cfg)
+NPU_READY := $(VENV_NPU)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
+	requirements/ros-kilted.txt requirements/npu.txt requirements/constraints.txt setup.py setup.cfg)
+FLEET_READY := $(VENV_FLEET)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
+	requirements/fleet.txt requirements/constraints.txt setup.py setup.cfg)
+
+JAZZY_PIP := -c requirements/constraints-jazzy.txt -r requirements/test.txt -r requirements/ros-jazzy.txt -e .
+
+setup: $(MAIN_READY)
 
 # A sourced ROS 2 install (rclpy importable, e.g. /opt/ros/jazzy on a Pi 5 or a Jetson) is used
 # as it is, with its apt numpy and OpenCV (rosdep); otherwise ROS 2 Kilted comes from pip wheels
 # (x86_64, Python 3.10-3.12). Either way the package itself is installed editable, so
 # `dense-perception` and `dense_perception_node` are on the venv's PATH.
-$(VENV)/.ready: requirements/runtime.txt requirements/test.txt requirements/ros-kilted.txt requirements/robot.txt \
-		requirements/constraints.txt setup.py setup.cfg
+$(MAIN_READY):
 	@$(ENSURE_VENV)
 	@if $(PYTHON) -c "import rclpy" 2>/dev/null; then \
 	  echo "setup: using the sourced ROS 2 install ($$ROS_DISTRO) through a venv with system site packages"; \
-	  $(PYTHON) -m venv --system-site-packages $(VENV) && \
+	  { [ -x $(VENV)/bin/python ] || $(PYTHON) -m venv --system-site-packages $(VENV); } && \
 	  $(VENV)/bin/pip install -q -r requirements/robot.txt -r requirements/test.txt && \
 	  $(VENV)/bin/pip install -q --no-deps -e . ; \
 	else \
 	  echo "setup: no sourced ROS 2 found; installing ROS 2 Kilted from pip wheels into $(VENV)"; \
-	  $(PYTHON) -m venv $(VENV) && \
+	  { [ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV); } && \
 	  $(VENV)/bin/pip install -q $(PIP_LOCK) -r requirements/test.txt -r requirements/ros-kilted.txt -e . ; \
 	fi
+	@rm -f $(VENV)/.ready-*
 	@touch $@
 
 # ROS 2 Jazzy (the LTS) from pip wheels, beside Kilted: `make test-jazzy`.
-$(VENV_JAZZY)/.ready: requirements/runtime.txt requirements/test.txt requirements/ros-jazzy.txt \
-		requirements/constraints-jazzy.txt setup.py setup.cfg
+$(JAZZY_READY):
 	@$(ENSURE_VENV)
 	@echo "setup: ROS 2 Jazzy from pip wheels in $(VENV_JAZZY)"
-	$(PYTHON) -m venv $(VENV_JAZZY) && $(VENV_JAZZY)/bin/pip install -q -c requirements/constraints-jazzy.txt \
-	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e .
+	$(call venv_install,$(VENV_JAZZY),$(PYTHON) -m venv,$(JAZZY_PIP))
 	@touch $@
 
 # docs/parameters.md and config/{depth,tipsv2}.yaml from the settings table
@@ -75,49 +94,73 @@ demo-picture: demo
 models: setup
 	$(PY) models/make_test_models.py --out-dir models
 
+# pytest on every core: twice as many workers as cores, since much of the suite waits on DDS and
+# on the processes it starts (each worker has a DDS domain of its own: test/conftest.py). Tests
+# marked serial run alone afterwards. Where each test runs, and why: CONTRIBUTING.md.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
+# $(1): the venv's python, $(2): a marker expression, $(3): more pytest arguments. pytest's exit 5
+# (nothing selected) is no failure for the serial part alone.
+define pytest_parallel
+	$(1) -m pytest -q -n $(TEST_WORKERS) -m "($(2)) and not serial" $(3)
+	$(1) -m pytest -q -m "($(2)) and serial" $(3) || [ $$? = 5 ]
+endef
+
 # Everything but the GPU tests, which make test-gpu runs once it has set up a Vulkan device (their
 # timing checks are meant for a machine doing nothing else), and the NPU tests (make test-npu:
-# OpenVINO stays out of .venv).
+# OpenVINO stays out of .venv). The ten slowest tests close the report.
 test: setup
-	$(PY) -m pytest -q -m "not gpu and not npu"
+	$(call pytest_parallel,$(PY),not gpu and not npu,--durations=10)
 
-# The ROS-free core tests (runner, pipeline, models, offline command, cpu_precision fp16) on a
-# Debian 12 arm64 userland under qemu-user-static with the aarch64 wheels a Pi 5 installs
-# (ai-edge-litert 2.x). Root: apt-get, debootstrap, chroot; the root filesystem is cached in
-# .cache/arm64-rootfs. rclpy has no aarch64 wheel: the node tests run on x86_64 only. The
+# The ROS-free core (runner, pipeline, models, offline command, cpu_precision fp16) on a Debian 12
+# arm64 userland under qemu-user-static with the aarch64 wheels a Pi 5 installs (ai-edge-litert
+# 2.x): not the camera-motion numerics, which qemu runs hundreds of times slower and which only
+# numpy decides. Root: apt-get, debootstrap, chroot; the root filesystem is cached in
+# ~/.cache/dense_perception. rclpy has no aarch64 wheel: the node tests run on x86_64 only. The
 # fp16-vs-fp32 models (real DA3 export / TIPSv2 class, small) are built with torch here.
-# Measured on a busy 2-core machine: root filesystem 14 min once, then about 13 min of tests.
 test-arm64: torch-env
 	tools/arm64/test_arm64.sh
 
-# The node tests over DDS again under ROS 2 Jazzy's wheels (rclpy 7.1), in their own venv.
-test-jazzy: $(VENV_JAZZY)/.ready
-	$(VENV_JAZZY)/bin/python -m pytest -q -m "ros and not gpu"
-	$(VENV_JAZZY)/bin/python -m pytest -q test/test_messages.py test/test_ros_compat.py
+# The node tests over DDS again under ROS 2 Jazzy's wheels (rclpy 7.1), in their own venv: every
+# test that touches rclpy (marker ros: DDS, and the message conversions).
+test-jazzy: $(JAZZY_READY)
+	$(call pytest_parallel,$(VENV_JAZZY)/bin/python,ros and not gpu,)
 
 # Other Pythons: Humble's (3.10) and Ubuntu 24.04's (3.12, where robots run Jazzy), each in a
-# venv of its own with ROS 2 Kilted's wheels (built for 3.10-3.12): the whole suite but the torch
-# export tests. Debian 12 packages neither Python and PyPI ships no interpreter: pyenv's are used
-# where this machine has them (the CI image does); elsewhere the target says so and passes.
+# venv of its own with ROS 2 Kilted's wheels (built for 3.10-3.12): what differs there, the
+# language, rclpy and the wheels. Not the export tests (torch), not the checks of the repository's
+# own files (the same anywhere), and the numerics only where that Python's lock pins another
+# numpy or OpenCV than requirements/constraints.txt. Debian 12 packages neither Python and PyPI
+# ships no interpreter: pyenv's are used where this machine has them (the CI image does);
+# elsewhere the target says it skipped and why.
 comma := ,
 PY_EXTRA := 310 312
 find_python = $(firstword $(foreach p,$(shell command -v python$(1) 2>/dev/null) \
 	$(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1)),$(if $(shell $(p) -c \
 	'import sys; print(sys.version_info[:2] == ($(subst .,$(comma),$(1))))' 2>/dev/null | grep True),$(p))))
 dotted = 3.$(patsubst 3%,%,$(1))
+# numpy's and OpenCV's pins in a lock file: the wheels that alone decide a numerics test
+array_pins = $(sort $(shell grep -iE '^(numpy|opencv-python-headless)==' $(1)))
+pins_differ = $(filter-out $(call array_pins,requirements/constraints.txt),$(call array_pins,$(1)))
 
-$(PY_EXTRA:%=.venv-py%/.ready): .venv-py%/.ready: requirements/runtime.txt requirements/test.txt \
-		requirements/ros-kilted.txt requirements/constraints-py%.txt setup.py setup.cfg
-	@echo "setup: Python $(call dotted,$*) venv with ROS 2 Kilted's wheels in .venv-py$*"
-	$(call find_python,$(call dotted,$*)) -m venv .venv-py$* && .venv-py$*/bin/pip install -q \
-	  -c requirements/constraints-py$*.txt -r requirements/test.txt -r requirements/ros-kilted.txt -e .
-	@touch $@
+define python_venv
+PY$(1)_READY := .venv-py$(1)/.ready-$$(call hash_of,requirements/runtime.txt requirements/test.txt \
+	requirements/ros-kilted.txt requirements/constraints-py$(1).txt setup.py setup.cfg)
+$$(PY$(1)_READY):
+	@echo "setup: Python $$(call dotted,$(1)) venv with ROS 2 Kilted's wheels in .venv-py$(1)"
+	$$(call venv_install,.venv-py$(1),$$(call find_python,$$(call dotted,$(1))) -m venv,-c requirements/constraints-py$(1).txt -r requirements/test.txt -r requirements/ros-kilted.txt -e .)
+	@touch $$@
+endef
+$(foreach v,$(PY_EXTRA),$(eval $(call python_venv,$(v))))
 
 $(PY_EXTRA:%=test-py%): test-py%:
 	@if [ -z "$(call find_python,$(call dotted,$*))" ]; then \
-	  echo "test-py$*: no Python $(call dotted,$*) interpreter on this machine; not run"; \
-	else $(MAKE) --no-print-directory .venv-py$*/.ready && \
-	  .venv-py$*/bin/python -m pytest -q -m "not export and not gpu"; fi
+	  echo "test-py$*: skipped: no Python $(call dotted,$*) interpreter on this machine"; \
+	else $(MAKE) --no-print-directory $(PY$*_READY) && \
+	  echo "test-py$*: $(if $(call pins_differ,requirements/constraints-py$*.txt),numpy/OpenCV pinned apart from the main lock ($(call pins_differ,requirements/constraints-py$*.txt)): the numerics run too,numpy and OpenCV pinned as in the main lock: the numerics are left to make test)" && \
+	  $(MAKE) --no-print-directory test-py$*-run; fi
+
+$(PY_EXTRA:%=test-py%-run): test-py%-run:
+	$(call pytest_parallel,.venv-py$*/bin/python,not export and not gpu and not npu and not repository$(if $(call pins_differ,requirements/constraints-py$*.txt),, and not numerics),)
 
 # The install recipes of the README, each in a fresh venv: the offline section (pip install .,
 # then dense-perception on a bag) and the robot recipe on Debian's own externally managed
@@ -151,21 +194,20 @@ test-gpu: setup
 	@if tools/checks/install_vulkan.sh; then \
 	  DENSE_PERCEPTION_REQUIRE_GPU=1 $(PY) -m pytest -q -rs test/test_gpu_*.py test/test_native_log.py test/test_runner.py; \
 	else \
+	  echo "test-gpu: skipped: the GPU tests, for want of a Vulkan device (above: how to install one)"; \
 	  $(PY) -m pytest -q -rs test/test_gpu_*.py test/test_native_log.py test/test_runner.py; \
 	fi
 
 # The NPU backend (LiteRT's Intel OpenVINO plugin) on OpenVINO's CPU device: runner, cache, preload,
 # pipeline, offline command and node, in a venv of its own with requirements/npu.txt (openvino,
 # 57 MB wheel). About 10 s of tests once the venv is there.
-$(VENV_NPU)/.ready: requirements/runtime.txt requirements/test.txt requirements/ros-kilted.txt requirements/npu.txt \
-		requirements/constraints.txt setup.py setup.cfg
+$(NPU_READY):
 	@$(ENSURE_VENV)
 	@echo "setup: venv with OpenVINO (requirements/npu.txt) in $(VENV_NPU)"
-	$(PYTHON) -m venv $(VENV_NPU) && $(VENV_NPU)/bin/pip install -q $(PIP_LOCK) \
-	  -r requirements/test.txt -r requirements/ros-kilted.txt -r requirements/npu.txt -e .
+	$(call venv_install,$(VENV_NPU),$(PYTHON) -m venv,$(PIP_LOCK) -r requirements/test.txt -r requirements/ros-kilted.txt -r requirements/npu.txt -e .)
 	@touch $@
 
-test-npu: setup $(VENV_NPU)/.ready
+test-npu: setup $(NPU_READY)
 	DENSE_PERCEPTION_REQUIRE_NPU=1 $(VENV_NPU)/bin/python -m pytest -q -rs test/test_npu.py
 
 # The heavy torch environment (.venv-bench: torch CPU, litert-torch, depth-anything-3) for the
@@ -220,20 +262,19 @@ test-export: torch-env
 	$(VENV_TORCH)/bin/python -m pytest -q -m export test/test_export_da3_model.py test/test_export_da3_graph.py
 
 # Many bags on Ray (process --ray): Ray lives in its own venv so that `make test` stays light.
-$(VENV_FLEET)/.ready: requirements/runtime.txt requirements/test.txt requirements/fleet.txt requirements/constraints.txt
+$(FLEET_READY):
 	@$(ENSURE_VENV)
 	@echo "setup: venv with Ray (requirements/fleet.txt) in $(VENV_FLEET)"
-	$(PYTHON) -m venv $(VENV_FLEET) && $(VENV_FLEET)/bin/pip install -q $(PIP_LOCK) \
-	  -r requirements/test.txt -r requirements/fleet.txt -e .
+	$(call venv_install,$(VENV_FLEET),$(PYTHON) -m venv,$(PIP_LOCK) -r requirements/test.txt -r requirements/fleet.txt -e .)
 	@touch $@
 
 # A local 2-CPU Ray cluster over small bags (the same set without Ray runs in `make test`).
-test-fleet: $(VENV_FLEET)/.ready
+test-fleet: $(FLEET_READY)
 	$(VENV_FLEET)/bin/python -m pytest -q test/test_fleet_ray.py
 
 # Throughput with 1 and 2 Ray workers (1 thread each) on the same bags, paired rounds, with a
 # real-size model (DA3-Small exported at 504 with int8 weights, from bench-menu).
-bench-fleet: $(VENV_FLEET)/.ready bench-menu
+bench-fleet: $(FLEET_READY) bench-menu
 	$(VENV_FLEET)/bin/python -m tools.bench.fleet
 
 # Back-pressure soak: 60 s of 30 fps 1280x720 into a node slowed to ~1 s per inference.

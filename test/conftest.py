@@ -7,6 +7,7 @@ import signal
 import pytest
 
 from support.common import load_test_model_maker
+from support.dds_domain import dds_domain_for
 
 # A test run started in the background by a script (`make test &`) inherits SIGINT ignored, and
 # so would every node and command the tests start and then stop with SIGINT (they would hang
@@ -25,7 +26,8 @@ def pytest_configure(config):
     import os
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if "DENSE_PERCEPTION_KEEP_DOMAIN" not in os.environ:
-        os.environ["ROS_DOMAIN_ID"] = str(110 + os.getpid() % 100)
+        os.environ["ROS_DOMAIN_ID"] = str(dds_domain_for(
+            os.getpid(), os.environ.get("PYTEST_XDIST_WORKER"), os.getppid()))
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from dense_perception.core.pipeline import load_pipeline
 from dense_perception.core.settings.table import Settings
 
 SEVEN = REAL_SCENES / "7scenes-redkitchen"
-pytestmark = [pytest.mark.timeout(180), pytest.mark.slow,
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(180), pytest.mark.slow,
               pytest.mark.skipif(not (SEVEN / "frame-000029.depth.png").is_file(),
                                  reason="../shared/real-scenes/7scenes-redkitchen is absent")]
 K = Intrinsics(525.0, 525.0, 320.0, 240.0, 640, 480)  # 7-Scenes' colour camera

@@ -15,6 +15,8 @@ import pytest
 from support.common import DA3_TEST_MODEL
 from tools.checks.argument_walk import Call, Walk, walk
 
+pytestmark = pytest.mark.repository
+
 MAX_RE_ENTRIES = 3
 COMMAND_LINE = {"dense_perception.offline." + m for m in ("cli", "options.settings_args",
                                                           "options.process_options")}

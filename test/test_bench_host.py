@@ -12,7 +12,7 @@ from support.common import REPO  # noqa: E402
 
 from tools.bench.host import HOST_STAGES, measure  # noqa: E402
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.serial, pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def test_bench_host_row_from_a_checkout_through_the_node():

@@ -11,7 +11,7 @@ import pytest
 
 from tools.bench import motion as bench_motion
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(120)]
 
 
 def test_stages_written_and_parts_within_their_stage(tmp_path, capsys):

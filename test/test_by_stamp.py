@@ -10,6 +10,8 @@ import pytest
 
 from dense_perception.core.by_stamp import ByStamp
 
+pytestmark = pytest.mark.numerics
+
 
 @pytest.mark.timeout(30)
 def test_matches_a_brute_force_over_random_stamps():

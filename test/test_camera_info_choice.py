@@ -12,7 +12,7 @@ from dense_perception.core.geometry.camera_info_choice import (AFTER_WITHIN_SLOP
                                                       NONE_BEFORE, NONE_RECEIVED,
                                                       CameraInfoHistory, stamp_ns)
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(10)]
 
 
 def test_stamp_is_read_as_nanoseconds():

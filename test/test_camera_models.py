@@ -24,6 +24,8 @@ from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.frame_data import Request
 from dense_perception.core.settings.table import Settings
 
+pytestmark = pytest.mark.numerics
+
 P95_LIMIT = 0.020  # metres: the 95th percentile of the points' errors against the scene
 RAW_CAMERAS = {"plumb_bob": cs.BARREL, "rational_polynomial": cs.RATIONAL,
                "equidistant": cs.FISHEYE}

@@ -18,6 +18,8 @@ from tools.eval.real_scenes import PYDNET, REAL_SCENES
 from dense_perception.core.motion.pose import invert, quaternion_from_rotation
 from dense_perception.core.motion.trajectory import read_tum
 
+pytestmark = pytest.mark.numerics
+
 SEVEN = REAL_SCENES / "7scenes-redkitchen"
 real = pytest.mark.skipif(not (SEVEN.is_dir() and PYDNET.is_file()),
                           reason="../shared/real-scenes/7scenes-redkitchen is absent")

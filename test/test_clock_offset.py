@@ -17,7 +17,7 @@ from dense_perception.core.motion.pose import motion, pose_matrix, quaternion_fr
 from dense_perception.core.motion.trajectory import read_tum
 from dense_perception.core.geometry.intrinsics import Intrinsics
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(300)]
 SEVEN = REAL_SCENES / "7scenes-redkitchen"
 real = pytest.mark.skipif(not (SEVEN.is_dir() and PYDNET.is_file()),
                           reason="../shared/real-scenes/7scenes-redkitchen is absent")

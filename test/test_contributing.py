@@ -10,7 +10,7 @@ import pytest
 
 from support.common import REPO
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.repository, pytest.mark.timeout(60)]
 PAGE = (REPO / "CONTRIBUTING.md").read_text()
 CODE = "\n".join(p.read_text() for folder in ("dense_perception", "test", "tools", "models")
                  for p in (REPO / folder).rglob("*.py"))

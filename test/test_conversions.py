@@ -8,7 +8,7 @@ import pytest
 
 from dense_perception.core.conversions import image_fields
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(30)]
 
 
 @pytest.mark.parametrize("array, encoding", [

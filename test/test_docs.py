@@ -13,7 +13,7 @@ from dense_perception.core.settings.table import PARAMS
 from tools.generate.gen_config import CONFIG_FILES, render_config
 from tools.generate.gen_docs import LAYOUT_FOLDERS, first_sentence, render, render_layout
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.repository, pytest.mark.timeout(60)]
 README = (REPO / "README.md").read_text()
 DOCS = REPO / "docs"
 SUBJECTS = ("install-on-a-robot", "raspberry-pi-5", "gpu", "npu", "cameras", "metric-depth",

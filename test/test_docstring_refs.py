@@ -16,7 +16,11 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
+
 from support.common import REPO
+
+pytestmark = pytest.mark.repository
 
 ROLE = re.compile(r":(mod|func|class|meth|data|attr|exc|obj|const):`~?([^`<>]+?)(?:\(\))?`")
 ROOTS = ("dense_perception", "tools")

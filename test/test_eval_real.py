@@ -12,8 +12,9 @@ import pytest
 from support.common import REPO
 from tools.eval.real_scenes import REAL_SCENES, available
 
-pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
-                                "frames and PyD-Net++; see docs/accuracy.md)")
+pytestmark = [pytest.mark.numerics,
+              pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
+                                 "frames and PyD-Net++; see docs/accuracy.md)")]
 
 
 def test_eval_real_writes_the_accuracy_table(tmp_path):

@@ -16,7 +16,7 @@ from tools.eval.real_scenes import REAL_SCENES
 from tools.eval.stretches import FASTDEPTH, label, stretches
 from dense_perception.core.motion.pose import pose_matrix, quaternion_from_rotation
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(300)]
 SEVEN = REAL_SCENES / "7scenes-redkitchen"
 
 

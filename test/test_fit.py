@@ -14,6 +14,8 @@ from dense_perception.core.geometry.camera_model import CameraModel
 from dense_perception.core.geometry.fit import FIT_MODES, Interp, make_fit_plan
 from dense_perception.core.geometry.intrinsics import Intrinsics
 
+pytestmark = pytest.mark.numerics
+
 FRAMES = [(1280, 720), (720, 1280), (640, 480), (500, 500)]
 MODELS = [(504, 896), (448, 448)]  # DA3 (portrait) and TIPSv2 (square), as width x height
 

@@ -19,6 +19,8 @@ from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics
 from dense_perception.core.settings.table import Settings
 
+pytestmark = pytest.mark.numerics
+
 PITCHED = dict(h=0.5, pitch_deg=25.0, fx=420.0)  # 0.5 m up, pitched 25 deg: floor from 0.16 m
 LEVEL = dict(h=1.0, pitch_deg=0.0, fx=300.0)     # 1.0 m up, level, a wide lens: from 0.67 m ahead
 PLAN = make_fit_plan(WIDTH, HEIGHT, WIDTH, HEIGHT, "crop")

@@ -22,6 +22,8 @@ from dense_perception.core.pipeline import Request, load_pipeline
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig, scale_diagnostics
 from dense_perception.core.settings.table import Settings
 
+pytestmark = pytest.mark.numerics
+
 GRIDS = ("model", "input")
 
 

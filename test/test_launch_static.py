@@ -9,10 +9,14 @@ import ast
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from support.launch_source import (REPO, calls, console_scripts, declared_args, kwargs_of,
                                    launch_tree, node_source_facts)
 
 from dense_perception.core.backends.runner import BACKENDS
+
+pytestmark = pytest.mark.repository
 
 LAUNCH_ARGS = {"model", "backend", "image", "camera_info", "config", "namespace",
                "reference_depth", "rviz", "fixed_frame", "input_qos", "use_lifecycle",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("sensor_msgs")
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(60)]
 
 from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402

@@ -20,6 +20,8 @@ from dense_perception.core.scale.ground_plane import ground_points, level_planes
 from dense_perception.core.settings.row import SettingError
 from dense_perception.core.settings.table import Settings
 
+pytestmark = pytest.mark.numerics
+
 
 
 def intrinsics(scene):

@@ -15,6 +15,8 @@ from dense_perception.core.motion.temporal import TemporalAligner
 from dense_perception.core.motion.trajectory import TrajectoryError, read_tum
 from dense_perception.core.motion.warp import forward_warp, tae
 
+pytestmark = pytest.mark.numerics
+
 S = 3.7  # the unknown factor: relative depth = true depth / S
 
 

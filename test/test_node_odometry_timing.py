@@ -26,7 +26,7 @@ from support.common import TIPS_TEST_MODEL  # noqa: E402
 from support.motion_bags import CAMERA_IN_BASE  # noqa: E402
 from support.ros_harness import camera_info, wait_until  # noqa: E402
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.serial, pytest.mark.ros, pytest.mark.timeout(180)]
 WARN = 30  # rcl_interfaces/Log.WARN
 W, H = 64, 48
 SPEED = 0.9  # m/s

@@ -13,7 +13,7 @@ from dense_perception.core.motion.odometry import (OdometryBuffer, camera_mounti
                                                    mounting_matrix, mountings_problem)
 from dense_perception.core.motion.pose import motion
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(60)]
 
 S = 1_000_000_000  # ns per s
 # The optical frame (x right, y down, z forward) of a camera 0.1 m ahead of and 0.5 m above

@@ -14,7 +14,7 @@ import pytest
 
 from dense_perception.core.motion.odometry import NO_POSE, OdometryBuffer
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(60)]
 
 S = 1_000_000_000  # ns per s
 STILL = [0.0, 0.0, 0.0, 1.0]  # no turn

@@ -11,7 +11,7 @@ import pytest
 
 from support.common import REPO
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.repository, pytest.mark.timeout(60)]
 PACKAGE = ET.parse(REPO / "package.xml").getroot()
 
 

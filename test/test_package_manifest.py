@@ -12,9 +12,13 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from packaging.specifiers import SpecifierSet
 
 from support.common import REPO
+
+pytestmark = pytest.mark.repository
 
 # Python module -> rosdep key, for what is not a ROS package of the same name.
 ROSDEP_KEYS = {"numpy": "python3-numpy", "cv2": "python3-opencv", "tqdm": "python3-tqdm",

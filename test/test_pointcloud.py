@@ -9,6 +9,8 @@ from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.geometry.pointcloud import XYZ_DTYPE, XYZRGB_DTYPE, depth_to_points, pack_rgb
 from tools.common.reference import reference_points
 
+pytestmark = pytest.mark.numerics
+
 K = Intrinsics(fx=300.0, fy=310.0, cx=31.5, cy=20.25, width=64, height=48)
 
 

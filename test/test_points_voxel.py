@@ -16,7 +16,7 @@ from dense_perception.core.settings.table import Settings
 from support.common import TIPS_TEST_MODEL
 from support.model_truth import gradient_frame
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(120)]
 
 
 def cloud(xyz):

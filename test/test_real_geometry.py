@@ -18,8 +18,9 @@ from dense_perception.core.geometry.intrinsics import Intrinsics
 from dense_perception.core.scale.estimators import ground_plane_scale
 from dense_perception.core.geometry.pointcloud import depth_to_points
 
-pytestmark = pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
-                                "frames and PyD-Net++; see docs/accuracy.md)")
+pytestmark = [pytest.mark.numerics,
+              pytest.mark.skipif(not available(), reason=f"{REAL_SCENES} is absent (real RGB-D "
+                                 "frames and PyD-Net++; see docs/accuracy.md)")]
 IDS = [f.name for f in FRAMES]
 GROUND_TOLERANCE = 0.03  # how far off a scale the estimator gives may be (else: withheld)
 

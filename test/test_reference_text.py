@@ -10,7 +10,7 @@ import pytest
 
 from support.common import REPO
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.repository, pytest.mark.timeout(60)]
 FOLDERS = ("dense_perception", "tools", "test", "docs", "models", "config", "launch")
 SUFFIXES = {".py", ".md", ".yaml", ".json", ".sh", ".rviz", ".txt", ".csv"}
 DIARY = re.compile(r"\bissue ?#?\d|(?<![\w/&])#\d{2}\b|\blast run\b|\b20\d\d-\d\d-\d\d\b"

@@ -6,7 +6,7 @@ import pytest
 
 from dense_perception.core.scale.reference_window import ReferenceWindow
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(10)]
 S = 1_000_000_000  # ns per second
 
 

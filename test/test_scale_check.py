@@ -19,7 +19,7 @@ from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.settings.table import Settings
 from dense_perception.core.wiring.relevance import Where, ignored_settings
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(120)]
 S = 3.7  # the unknown factor: relative depth = true depth / S
 
 

@@ -15,7 +15,7 @@ from dense_perception.core.motion.motion_scale import MotionScale
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.scale.scale_filter import DRIFT_PER_S, ScaleFilter
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(120)]
 S = 3.7  # the unknown factor: relative depth = true depth / S
 
 

@@ -11,7 +11,7 @@ from support.moving_scene import K, path, render
 from dense_perception.core.motion.motion_scale import MotionScale
 from dense_perception.core.motion.scale_map import MIN_CELL, cell_medians, fit_scale_map
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.numerics, pytest.mark.timeout(120)]
 
 
 def absrel(depth, truth):

@@ -11,6 +11,8 @@ import pytest
 
 from support.common import REPO
 
+pytestmark = pytest.mark.repository
+
 # Makes ``import cv2`` fail in the child, as on a machine without OpenCV (None in sys.modules
 # is Python's own "this module is not there": the import raises ModuleNotFoundError).
 NO_OPENCV = "import sys; sys.modules['cv2'] = None\n"

@@ -13,7 +13,7 @@ pytest.importorskip("rclpy")
 from support.common import DA3_TEST_MODEL, REPO  # noqa: E402
 from tools.common.node_process import NodeProcess  # noqa: E402
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.serial, pytest.mark.ros, pytest.mark.timeout(120)]
 
 
 def start_node(*ros_args, script=None):

@@ -24,8 +24,9 @@ ARM64_TESTS=(test/test_runner.py test/test_pipeline.py test/test_models.py test/
              test/test_pointcloud.py test/test_frame_slot_and_timing.py test/test_arm64_fp16.py)
 say() { echo "test-arm64: $*"; }
 
+# Where it cannot run, it says so in the form .ci/run's table reads, and passes.
 if [ "$(id -u)" != 0 ]; then
-  say "needs root (apt-get, debootstrap, chroot); run 'sudo make test-arm64'"; exit 1
+  say "skipped: needs root (apt-get, debootstrap, chroot); run 'sudo make test-arm64'"; exit 0
 fi
 
 # 1. Debian's emulation and bootstrap tools.
@@ -41,7 +42,7 @@ fi
 # 2. The kernel must hand aarch64 ELF files to qemu (containers often lack binfmt_misc).
 BINFMT=/proc/sys/fs/binfmt_misc
 [ -e $BINFMT/register ] || mount -t binfmt_misc binfmt_misc $BINFMT \
-  || { say "cannot mount $BINFMT (a container without it? run on the host or with --privileged)"; exit 1; }
+  || { say "skipped: cannot mount $BINFMT (a container without it? run on the host or with --privileged)"; exit 0; }
 [ -e $BINFMT/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64 \
   || { say "update-binfmts --enable qemu-aarch64 failed"; exit 1; }
 
