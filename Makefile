@@ -170,7 +170,7 @@ test-install: setup
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s $(ROBOT_APT) >/dev/null 2>&1; then \
 	  echo "setup: apt packages of the robot recipe: $(ROBOT_APT)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(ROBOT_APT) >/dev/null; fi
-	DENSE_PERCEPTION_INSTALL_TESTS=1 $(PY) -m pytest -q test/test_install_recipes.py
+	DENSE_PERCEPTION_INSTALL_TESTS=1 $(PY) -m pytest -q -n 2 test/test_install_recipes.py
 
 # Regenerate the lock files from fresh venvs that follow the ranges alone (then run the tests).
 lock:
