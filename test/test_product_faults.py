@@ -3,7 +3,7 @@
 """An added product (core/product_table.py's ``register``) whose value is wrong on a frame (not
 its encoding's element type, not on the published grid) or whose compute step raises is left
 out of that frame with one line naming it and why, in ``process`` (stderr, once; summary.json
-counts the frames; exit 0) and in the node over DDS (one throttled WARN on /rosout); the
+counts the frames; exit 0, but exit 2 when it was made on no frame at all) and in the node over DDS (one throttled WARN on /rosout); the
 frame's other products, an added one after it included, still go out."""
 
 import json
@@ -56,21 +56,29 @@ def _half(depth):
     return (depth.astype(np.float64) * 0.5).astype(np.float32)
 
 
-def test_process_leaves_out_a_faulty_product_and_says_so_once(faulty, tmp_path, capsys):
-    row, words = faulty
-    frames = tmp_path / "frames"
-    frames.mkdir()
+def _two_frames(folder):
+    folder.mkdir()
     for index, colour in enumerate([(40, 120, 200), (200, 60, 30)]):
         image = np.zeros((120, 160, 3), np.uint8)
         image[:, :80], image[:, 80:] = colour, (90, 90, 90)
-        cv2.imwrite(str(frames / f"frame_{index}.png"), image)
+        cv2.imwrite(str(folder / f"frame_{index}.png"), image)
+    return folder
+
+
+def test_process_leaves_out_a_faulty_product_and_says_so_once(faulty, tmp_path, capsys):
+    row, words = faulty
+    frames = _two_frames(tmp_path / "frames")
     out = tmp_path / "out"
     code, stdout, stderr = run_cli(["process", frames, "--model", TIPS_TEST_MODEL, "--backend",
                                     "cpu", "--outputs", "depth", "--out", out], capsys)
-    assert code == 0, stderr
+    # made on no frame: the run failed, in one closing line, and wrote what it could
+    assert code == 2, stderr
     assert "Traceback" not in stderr
-    lines = [line for line in stderr.splitlines() if row.key in line]
-    assert len(lines) == 1, stderr  # two frames, one line
+    closing = stderr.strip().splitlines()[-1]
+    assert f"product '{row.key}' was left out of all 2 frames" in closing
+    assert all(word in closing for word in words) and str(out) in closing
+    lines = [line for line in stderr.splitlines()[:-1] if row.key in line]
+    assert len(lines) == 1, stderr  # two frames, one warning line
     assert lines[0].startswith("dense-perception: warning:") and "second line" not in lines[0]
     assert all(word in lines[0] for word in words), lines[0]
     assert list((out / row.key).iterdir()) == []  # nothing written for it
@@ -85,6 +93,28 @@ def test_process_leaves_out_a_faulty_product_and_says_so_once(faulty, tmp_path, 
     (reason, count), = summary["skip_reasons"].items()
     assert count == 2 and reason.startswith(f"{row.key}: ") and words[0] in reason
     assert f"{row.key} left out of 2" in stdout
+
+
+def test_a_product_missing_from_some_frames_only_is_a_warning_and_exit_0(tmp_path, capsys):
+    calls = []
+
+    def first_frame_fails(products):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("warming up")
+        return products.depth * np.float32(2)
+    register(Product("depth_late", "depth/late", IMAGE, "depth", "32FC1", "npy",
+                     needs=("depth",), compute=first_frame_fails))
+    try:
+        out = tmp_path / "out"
+        code, stdout, stderr = run_cli(["process", _two_frames(tmp_path / "frames"), "--model",
+                                        TIPS_TEST_MODEL, "--backend", "cpu", "--outputs", "depth",
+                                        "--out", out], capsys)
+    finally:
+        unregister("depth_late")
+    assert code == 0, stderr
+    assert "depth_late left out of 1" in stdout and "was left out of all" not in stderr
+    assert len(list((out / "depth_late").iterdir())) == 1
 
 
 @pytest.mark.ros

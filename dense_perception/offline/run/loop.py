@@ -196,10 +196,11 @@ def _exit_status(summary: dict[str, Any], stats: RunStats, error: Exception | No
                  interrupted: bool, quiet: bool) -> int:
     """The run's exit status; unless ``quiet``, its closing line or error on the console."""
     out = summary["output"]
+    never = _never_made(stats)
     if quiet:
         if error is not None and not is_user_error(error):
             raise error
-        return EXIT_INTERRUPTED if interrupted else EXIT_ERROR if error is not None or (
+        return EXIT_INTERRUPTED if interrupted else EXIT_ERROR if error is not None or never or (
             stats.frames == 0 and stats.rejected) else EXIT_OK
     if interrupted:
         print(f"{PROG}: interrupted after {stats.frames} frames; {out} is closed and holds "
@@ -220,7 +221,21 @@ def _exit_status(summary: dict[str, Any], stats: RunStats, error: Exception | No
                                   stats.skipped_products.items()) + ")"
     print(f"{PROG}: {stats.frames} frames{extra} in {summary['seconds']:.1f} s "
           f"({fps:.2f} fps) -> {out}", flush=True)
+    if never:
+        # A product asked for and made on no frame is a failed run, not a warning to scroll past.
+        console.error("; ".join(never) + f" (the other products are in {out})")
+        return EXIT_ERROR
     return EXIT_OK
+
+
+def _never_made(stats: RunStats) -> list[str]:
+    """An added product left out of every frame of the run, each with the first reason."""
+    if stats.frames == 0:
+        return []
+    return [f"product '{key}' was left out of all {count} frames: "
+            + next((r.split(": ", 1)[1] for r in stats.skip_reasons if r.startswith(f"{key}: ")),
+                   "see the warning above")
+            for key, count in stats.skipped_products.items() if count >= stats.frames]
 
 
 def _close_events(iterator: Iterator[Any]) -> None:
