@@ -1,8 +1,9 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """The stretch evaluation of ``make eval-real``: odometry-like poses from a true trajectory
-(against formulas written out here), and one shared stretch through the sequence tool's command
-line with them, as docs/accuracy.md's tables are made."""
+(against formulas written out here), and one stretch with the colour camera's true motion
+(``7scenes-redkitchen-sfm``) through the sequence tool's command line with them, as
+docs/accuracy.md's tables are made, judged against its registered depth."""
 
 import subprocess
 import sys
@@ -12,12 +13,10 @@ import pytest
 
 from support.common import REPO
 from tools.eval.pose_noise import late, odometry_like
-from tools.eval.real_scenes import REAL_SCENES
-from tools.eval.stretches import FASTDEPTH, label, stretches
+from tools.eval.stretches import FASTDEPTH, POSE_KINDS, SFM, claimed, label, stretches
 from dense_perception.core.motion.pose import pose_matrix, quaternion_from_rotation
 
 pytestmark = [pytest.mark.numerics, pytest.mark.timeout(300)]
-SEVEN = REAL_SCENES / "7scenes-redkitchen"
 
 
 def straight(count: int, speed: float = 0.3, rate: float = 30.0):
@@ -52,17 +51,30 @@ def test_odometry_like_poses_are_late_long_and_jittered_as_said():
     assert np.allclose(offsets, 0.001, atol=1e-9)
 
 
-@pytest.mark.skipif(not (SEVEN.is_dir() and FASTDEPTH.is_file()),
-                    reason="../shared/real-scenes (7-Scenes frames, FastDepth) is absent")
+def test_the_claimed_error_is_2_sigma_of_the_log_as_a_fraction():
+    assert claimed(None) is None
+    assert claimed(0.05) == pytest.approx(np.exp(0.1) - 1)  # 2 x 0.05 of log scale: 10.5 %
+    assert POSE_KINDS == ("good", "odometry-like", "tracker")
+
+
+@pytest.mark.skipif(not (SFM.is_dir() and FASTDEPTH.is_file()),
+                    reason="../shared/real-scenes (7scenes-redkitchen-sfm, FastDepth) is absent")
 def test_a_stretch_through_the_sequence_tool_with_odometry_like_poses():
-    assert label(stretches()[0]) == "0-99" and len(stretches()) >= 1
+    assert [label(p) for p in stretches()] == ["0-99", "100-199", "200-299", "400-499",
+                                               "500-599"]
+    first = stretches()[0]
+    assert all((first / name).is_file() for name in ("trajectory.tum",
+                                                     "trajectory_kinectfusion.tum"))
     done = subprocess.run(
-        [sys.executable, "-m", "tools.eval.sequence", "--sequence", str(SEVEN),
-         "--trajectory", str(SEVEN / "trajectory.tum"),
-         "--camera-info-yaml", str(SEVEN / "camera.yaml"), "--model", str(FASTDEPTH),
+        [sys.executable, "-m", "tools.eval.sequence", "--sequence", str(first),
+         "--trajectory", str(first / "trajectory.tum"),
+         "--camera-info-yaml", str(first / "camera.yaml"), "--model", str(FASTDEPTH),
          "--pose-noise", "0", "--max-scale-error", "1"],
         cwd=REPO, capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("| motion scale"))
     published = int(row.rsplit("|", 2)[-2].split(" of ")[0])
     assert published >= 30, row
+    # against the registered depth, odometry-like poses (2 % long a step) stay within 10 %
+    median = float(row.split("|")[3].split("(")[1].split("%")[0])
+    assert median <= 10.0, row
