@@ -112,6 +112,8 @@ def test_fuzzed_stream_over_dds():
         h.publish_frame(np.zeros((48, 64, 3), np.uint8), final)
         assert h.wait_for("depth/image", where=lambda m: m.header.stamp == final.stamp,
                           timeout=30)
+        # (a frame is counted once its outputs are out: wait for the count, not just the output)
+        wait_until(lambda: handled() == len(plan) + 1, 10, "the final frame counted")
         print(f"fuzz: sent {len(plan) + 1} ({sent['ok'] + 1} good, {sent['bad']} bad); "
               f"processed {stats.processed}, rejected {stats.rejected}; RSS {baseline:.0f} -> "
               f"{own_rss_mb():.0f} MB")
