@@ -98,11 +98,13 @@ models: setup
 # on the processes it starts (each worker has a DDS domain of its own: test/conftest.py). Tests
 # marked serial run alone afterwards. Where each test runs, and why: CONTRIBUTING.md.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
-# $(1): the venv's python, $(2): a marker expression, $(3): more pytest arguments. pytest's exit 5
-# (nothing selected) is no failure for the serial part alone.
+# $(1): the venv's python, $(2): a marker expression, $(3): more pytest arguments. The serial part
+# runs whatever the parallel part did (every test reported); pytest's exit 5 (nothing selected) is
+# no failure for it alone.
 define pytest_parallel
-	$(1) -m pytest -q -n $(TEST_WORKERS) -m "($(2)) and not serial" $(3)
-	$(1) -m pytest -q -m "($(2)) and serial" $(3) || [ $$? = 5 ]
+	$(1) -m pytest -q -n $(TEST_WORKERS) -m "($(2)) and not serial" $(3); parallel=$$?; \
+	$(1) -m pytest -q -m "($(2)) and serial" $(3); serial=$$?; \
+	[ $$parallel = 0 ] && { [ $$serial = 0 ] || [ $$serial = 5 ]; }
 endef
 
 # Everything but the GPU tests, which make test-gpu runs once it has set up a Vulkan device (their
