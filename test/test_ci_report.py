@@ -53,7 +53,7 @@ def test_the_table_adds_up_each_targets_runs_and_names_the_slowest_tests(tmp_pat
     rows = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
     # 300 of 500 s is 60 %; the parallel and the serial run of make test added up
     assert "300" in rows["test"] and "60%" in rows["test"]
-    assert "1176 passed, 30 skipped, 1218 deselected" in rows["test"]
+    assert "1176 passed, 30 skipped" in rows["test"] and "deselected" not in rows["test"]
     assert "skipped: no Python 3.10 interpreter on this machine" in rows["test-py310"]
     assert "500" in rows["total"]
     slow = out.stdout.split("The ten slowest tests of make test:")[1].split("\n\n")[0]
