@@ -36,10 +36,12 @@ MODELS := models/test_da3_small.tflite models/test_tipsv2_b14_dpt.tflite
 # unchanged one skips the work. pip's own cache serves every venv of a run.
 hash_of = $(shell cat $(1) | sha256sum | cut -c1-12)
 # $(1): the venv, $(2): how to make it (python -m venv, with any options); then pip install $(3)
+# and the target's stamp in place of any older one
 define venv_install
 	@[ -x $(1)/bin/python ] || $(2) $(1)
 	$(1)/bin/pip install -q $(3)
 	@rm -f $(1)/.ready-*
+	@touch $@
 endef
 MAIN_READY := $(VENV)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
 	requirements/ros-kilted.txt requirements/robot.txt requirements/constraints.txt setup.py setup.cfg)
@@ -49,8 +51,6 @@ NPU_READY := $(VENV_NPU)/.ready-$(call hash_of,requirements/runtime.txt requirem
 	requirements/ros-kilted.txt requirements/npu.txt requirements/constraints.txt setup.py setup.cfg)
 FLEET_READY := $(VENV_FLEET)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
 	requirements/fleet.txt requirements/constraints.txt setup.py setup.cfg)
-
-JAZZY_PIP := -c requirements/constraints-jazzy.txt -r requirements/test.txt -r requirements/ros-jazzy.txt -e .
 
 setup: $(MAIN_READY)
 
@@ -77,8 +77,7 @@ $(MAIN_READY):
 $(JAZZY_READY):
 	@$(ENSURE_VENV)
 	@echo "setup: ROS 2 Jazzy from pip wheels in $(VENV_JAZZY)"
-	$(call venv_install,$(VENV_JAZZY),$(PYTHON) -m venv,$(JAZZY_PIP))
-	@touch $@
+	$(call venv_install,$(VENV_JAZZY),$(PYTHON) -m venv,-c requirements/constraints-jazzy.txt -r requirements/test.txt -r requirements/ros-jazzy.txt -e .)
 
 # docs/parameters.md and config/{depth,tipsv2}.yaml from the settings table
 # (core/settings/table.py), docs/layout.md from the modules' docstrings; test_docs fails when
@@ -150,7 +149,6 @@ PY$(1)_READY := .venv-py$(1)/.ready-$$(call hash_of,requirements/runtime.txt req
 $$(PY$(1)_READY):
 	@echo "setup: Python $$(call dotted,$(1)) venv with ROS 2 Kilted's wheels in .venv-py$(1)"
 	$$(call venv_install,.venv-py$(1),$$(call find_python,$$(call dotted,$(1))) -m venv,-c requirements/constraints-py$(1).txt -r requirements/test.txt -r requirements/ros-kilted.txt -e .)
-	@touch $$@
 endef
 $(foreach v,$(PY_EXTRA),$(eval $(call python_venv,$(v))))
 
@@ -207,7 +205,6 @@ $(NPU_READY):
 	@$(ENSURE_VENV)
 	@echo "setup: venv with OpenVINO (requirements/npu.txt) in $(VENV_NPU)"
 	$(call venv_install,$(VENV_NPU),$(PYTHON) -m venv,$(PIP_LOCK) -r requirements/test.txt -r requirements/ros-kilted.txt -r requirements/npu.txt -e .)
-	@touch $@
 
 test-npu: setup $(NPU_READY)
 	DENSE_PERCEPTION_REQUIRE_NPU=1 $(VENV_NPU)/bin/python -m pytest -q -rs test/test_npu.py
@@ -268,7 +265,6 @@ $(FLEET_READY):
 	@$(ENSURE_VENV)
 	@echo "setup: venv with Ray (requirements/fleet.txt) in $(VENV_FLEET)"
 	$(call venv_install,$(VENV_FLEET),$(PYTHON) -m venv,$(PIP_LOCK) -r requirements/test.txt -r requirements/fleet.txt -e .)
-	@touch $@
 
 # A local 2-CPU Ray cluster over small bags (the same set without Ray runs in `make test`).
 test-fleet: $(FLEET_READY)

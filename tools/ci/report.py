@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # (not "deselected": a serial run beside a parallel one deselects what the other ran)
-COUNT_WORDS = ("passed", "failed", "skipped", "errors", "error", "xfailed", "xpassed")
+COUNT_WORDS = ("passed", "failed", "skipped", "errors", "xfailed", "xpassed")
 # pytest -q's closing line: "1176 passed, 30 skipped, 1 warning in 256.38s (0:04:16)"
 SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s\b")
 DURATION = re.compile(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)")

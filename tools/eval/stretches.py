@@ -77,11 +77,16 @@ def _pct(x: float | None, signed: bool = False) -> str:
     return "-" if x is None else (f"{x:+.1%}" if signed else f"{x:.1%}")
 
 
-def _absrel_tae(f: dict) -> str:
-    if f["absrel"] is None:
-        return "-"
-    tae = "-" if f["tae"] is None else f"{f['tae']:.4f}"
-    return f"{f['absrel']:.3f} / {f['best_absrel']:.3f}, {tae}"
+def _off(f: dict) -> int:
+    """Published frames more than 10 % off."""
+    return sum(abs(e) > 0.10 for e, _ in f["per_frame"].values())
+
+
+def _near_published(f: dict, every: dict) -> tuple[int, int]:
+    """Of the frames within :data:`NEAR` when every frame is published (``every``), how many
+    the default bound publishes (``f``), and how many there are."""
+    near = [i for i, (e, _) in every["per_frame"].items() if abs(e) <= NEAR]
+    return sum(i in f["per_frame"] for i in near), len(near)
 
 
 def table(results: dict[str, dict]) -> list[str]:
@@ -93,17 +98,15 @@ def table(results: dict[str, dict]) -> list[str]:
     for name, per in results.items():
         for kind in POSE_KINDS:
             f, every = per[kind, "default"], per[kind, "none"]
-            off = sum(abs(e) > 0.10 for e, _ in f["per_frame"].values())
             tae = "-" if f["tae"] is None else f"{f['tae']:.4f} ({100 * f['tae']:.2f})"
             absrel = "-" if f["absrel"] is None else f"{f['absrel']:.3f} / {f['best_absrel']:.3f}"
             sigmas = [c for _, s in every["per_frame"].values() if (c := claimed(s)) is not None]
             within = "-" if every["within_2_sigma"] is None else f"{every['within_2_sigma']:.0%}"
-            near = [i for i, (e, _) in every["per_frame"].items() if abs(e) <= NEAR]
-            shown = sum(i in f["per_frame"] for i in near)
+            shown, near = _near_published(f, every)
             claim = _pct(float(np.median(sigmas)) if sigmas else None)
             lines.append(
-                f"| {name} | {kind} | {f['frames']} of {f['total']} | {off} | {absrel} | {tae} | "
-                f"{_pct(every['median_error'])} | {claim} | {within} | {shown} of {len(near)} |")
+                f"| {name} | {kind} | {f['frames']} of {f['total']} | {_off(f)} | {absrel} | {tae} | "
+                f"{_pct(every['median_error'])} | {claim} | {within} | {shown} of {near} |")
     return lines
 
 
@@ -115,10 +118,9 @@ def pooled(results: dict[str, dict]) -> list[str]:
         near = shown = wrong = published = 0
         for per in results.values():
             f, every = per[kind, "default"], per[kind, "none"]
-            close = [i for i, (e, _) in every["per_frame"].items() if abs(e) <= NEAR]
-            near += len(close)
-            shown += sum(i in f["per_frame"] for i in close)
-            wrong += sum(abs(e) > 0.10 for e, _ in f["per_frame"].values())
+            stretch_shown, stretch_near = _near_published(f, every)
+            shown, near = shown + stretch_shown, near + stretch_near
+            wrong += _off(f)
             published += f["frames"]
         share = "-" if not near else f"{shown / near:.0%}"
         lines.append(f"- {kind} poses: {shown} of the {near} frames within 5 % published "
