@@ -58,6 +58,25 @@ def test_stall_levels_follow_frame_times_of_arriving_frames():
 
 
 @pytest.mark.timeout(30)
+def test_falling_behind_is_three_old_outputs_in_a_row_not_one():
+    """A 36 ms frame: an output older than 2 x 36 + 100 = 172 ms is old. One old output (the
+    first frame on a busy host) keeps the level OK; three in a row are WARN; a fresh one ends it."""
+    stats = FrameStats()
+    stats.record_success(1.37)
+    assert level_of(stats, 36.0, now=0.0)[0] == OK
+    stats.record_success(0.05)
+    stats.record_success(0.2)
+    stats.record_success(0.3)
+    assert level_of(stats, 36.0, now=0.0)[0] == OK     # 0.05 s among the last three
+    stats.record_success(0.18)
+    level, message = level_of(stats, 36.0, now=0.0)
+    assert level == WARN
+    assert message == "falling behind: outputs are 0.18 s old, a frame takes 36 ms"
+    stats.record_success(0.17)
+    assert level_of(stats, 36.0, now=0.0)[0] == OK
+
+
+@pytest.mark.timeout(30)
 def test_several_cameras_wait_their_turn_before_a_stall():
     """Eight cameras taking turns on a 300 ms model: a camera's frame time is 8 x 300 ms, so
     it warns after 5 x 2.4 s = 12 s and errs after 20 x 2.4 s = 48 s with no output, not

@@ -17,6 +17,9 @@ ERROR_AFTER_FAILURES = 3  # consecutive failed frames before the level turns ERR
 # time is the measured mean (before the first frame: the model's warm-up), at least 0.2 s, so
 # a hiccup of a fast model is not a stall.
 STALL_WARN_PERIODS, STALL_ERROR_PERIODS, STALL_MIN_PERIOD_S = 5, 20, 0.2
+# Falling behind: this many outputs in a row each older than two frame times (+ 0.1 s). One old
+# output alone (the first frame on a busy host, a wait for CameraInfo) is no trend.
+BEHIND_OUTPUTS = 3
 STAGES = ("preprocess", "inference", "extract", "postprocess", "publish")
 # Parts of a stage above (of postprocess, of extract): shown, not added to the frame time.
 SUB_STAGES = ("scale", "labels_confidence", "compress")
@@ -55,6 +58,7 @@ class FrameStats:
     consecutive_failures: int = 0
     last_error: str = ""
     last_age_s: float = 0.0  # receive -> published, for the last frame
+    recent_ages_s: tuple[float, ...] = ()  # the same for the last BEHIND_OUTPUTS frames
     camera_info: str = "none received"
     intrinsics_guessed: bool = False
     camera_note: str = ""  # what of the CameraInfo is not honoured (e.g. unknown distortion)
@@ -99,6 +103,7 @@ class FrameStats:
             self.processed += 1
             self.consecutive_failures = 0
             self.last_age_s = age_s
+            self.recent_ages_s = (self.recent_ages_s + (age_s,))[-BEHIND_OUTPUTS:]
             self.waiting_since = None
 
 
@@ -120,7 +125,8 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
     """Diagnostic level and summary message; ``frame_ms`` is the mean time to handle a frame.
 
     With a one-slot buffer an output is at most about two frame times old (one waiting, one
-    being handled); older means the worker is starved or blocked: falling behind. Frames that
+    being handled); BEHIND_OUTPUTS outputs in a row older than that mean the worker is starved
+    or blocked: falling behind. Frames that
     keep arriving with no output for STALL_WARN_PERIODS frame times are a stall (WARN), for
     STALL_ERROR_PERIODS an ERROR, whatever the backend (``now``: monotonic s). With several
     cameras on one model, ``turns`` of them taking turns, a camera's frame time is ``turns``
@@ -140,7 +146,8 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
         return DiagnosticStatus.WARN, stall
     if stats.consecutive_failures:
         return DiagnosticStatus.WARN, f"last frame failed: {stats.last_error}"
-    if frame_ms and stats.processed and stats.last_age_s * 1000.0 > 2.0 * frame_ms + 100.0:
+    ages = stats.recent_ages_s
+    if frame_ms and len(ages) == BEHIND_OUTPUTS and min(ages) * 1000.0 > 2.0 * frame_ms + 100.0:
         return DiagnosticStatus.WARN, (f"falling behind: outputs are {stats.last_age_s:.2f} s "
                                        f"old, a frame takes {frame_ms:.0f} ms")
     if scale_warning:
