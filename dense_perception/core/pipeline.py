@@ -249,11 +249,13 @@ class DensePipeline:
             with self.timer.stage("scale"):
                 estimate = None if motion is None else motion.frame_estimate(
                     self.config.depth_scale_source, stamp, pose, raw, products, res)
+                # The motion scale carried by the alignment is judged after it (its error).
+                judged = motion is not None and motion.judges_error(scaler)
                 products.scale = self._scale(products, scaler, stamp, reference, camera_key,
-                                             estimate, (raw, camera_k))
+                                             estimate, (raw, camera_k), not judged)
             if motion is not None:
                 with self.timer.stage("temporal"):
-                    motion.align_products(stamp, pose, products)
+                    motion.align_products(stamp, pose, products, scaler if judged else None)
             if request.depth_colored:
                 def colour_depth(depth: np.ndarray = products.depth) -> None:
                     products.depth_colored = post.colorize_depth(depth)
@@ -324,8 +326,8 @@ class DensePipeline:
 
     def _scale(self, products: Products, scaler: DepthScaler | None, stamp: float,
                reference: np.ndarray | None, camera: Any = None,
-               estimate: Any = None, model: tuple[RawFrame, Intrinsics] | None = None
-               ) -> ScaleReport:
+               estimate: Any = None, model: tuple[RawFrame, Intrinsics] | None = None,
+               bound: bool = True) -> ScaleReport:
         """The depth's unit; multiplies ``products.depth`` by an estimated scale when found.
         ``camera``: the camera model the intrinsics came from, or the pinhole guess (a change
         restarts the scaler's filter; a guess is marked in the report). ``model``: the frame
@@ -342,7 +344,7 @@ class DensePipeline:
                                              model[1]), "model")
         report = scaler.update(stamp, depth, k, products.plan, grid, reference, camera=camera,
                                guessed=products.intrinsics_guessed, estimate=estimate,
-                               metric_model=self.spec.metric_depth)
+                               metric_model=self.spec.metric_depth, bound=bound)
         if report.scale is not None:  # a new array: raw.depth may be the same one
             products.depth = products.depth * np.float32(report.scale)
             correction = None if estimate is None else estimate.correction

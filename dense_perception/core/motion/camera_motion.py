@@ -6,7 +6,7 @@ two outputs. The pipeline calls it from ``finish`` (see the package docstring fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -17,8 +17,9 @@ from ..geometry.fit import FitPlan, Interp
 from ..geometry.intrinsics import Intrinsics
 from ..preprocess import to_rgb8
 from ..scale.estimators import Estimate
-from ..scale.metric_scale import ESTIMATED_SOURCES, withholds_depth
+from ..scale.metric_scale import ESTIMATED_SOURCES, with_output_error, withholds_depth
 from .motion_scale import MotionScale
+from .output_error import OutputError
 from .pose import motion
 from .temporal import Alignment, DepthUnit, TemporalAligner
 from .warp import tae
@@ -46,6 +47,9 @@ class MotionReport:
     # (previous output, this output, intrinsics, previous-to-this motion): what :attr:`tae`
     # reads; None when the two cannot be compared
     pair: tuple | None = field(default=None, repr=False, compare=False)
+    # the published scale's relative error (log) with the motion scale and the alignment
+    # together (.output_error); None where the scale's own error stands
+    output_sigma: float | None = None
 
     @cached_property
     def tae(self) -> float | None:
@@ -93,6 +97,8 @@ class CameraMotion:
         self.config = config
         self.scale = MotionScale(config.min_baseline, config.scale_map, config.clock_offset)
         self.temporal = TemporalAligner(config.max_translation)
+        self.output_error = OutputError()
+        self._alignment = Alignment(False, "no frame yet")
         self._last: _Output | None = None
         self.last: MotionReport | None = None
 
@@ -107,6 +113,7 @@ class CameraMotion:
         """Forget the past (a new sequence)."""
         self.scale.reset()
         self.temporal.reset()
+        self.output_error.reset()
         self._last = None
 
     def frame_estimate(self, source: str, t: float, pose: np.ndarray | None, raw: Any,
@@ -119,9 +126,20 @@ class CameraMotion:
                             (products.width, products.height))
         return self.scale.estimate(t, pose, products.depth, products.intrinsics, grey)
 
-    def align_products(self, t: float, pose: np.ndarray | None, products: Any) -> None:
+    def judges_error(self, scaler: Any) -> bool:
+        """Whether the error of ``scaler``'s scale is judged on the aligned output (the motion
+        scale carried by the temporal alignment, :mod:`.output_error`) instead of the
+        filter's: then the scaler must not withhold by its own error (the pipeline passes
+        ``bound=False``) and :meth:`align_products` does."""
+        return (scaler is not None and self.config.temporal_alignment
+                and scaler.config.source == "motion" and not scaler.config.per_frame)
+
+    def align_products(self, t: float, pose: np.ndarray | None, products: Any,
+                       scaler: Any = None) -> None:
         """The pipeline's hook after the scale: ``products.depth`` aligned over time, and
-        ``products.motion`` its report. Depth withheld for want of a scale is left alone."""
+        ``products.motion`` its report. Depth withheld for want of a scale is left alone.
+        ``scaler``: the scale's error is judged here (:meth:`judges_error`); the report in
+        ``products.scale`` (and ``scaler.last``) then carries the aligned output's error."""
         report = products.scale
         if withholds_depth(report):
             self.last = products.motion = MotionReport(
@@ -134,6 +152,11 @@ class CameraMotion:
         unit = None if report is None else DepthUnit(report.source, report.metric)
         products.depth, products.motion = self.align(t, pose, products.depth,
                                                      products.intrinsics, unit, anchor)
+        if scaler is not None and report is not None:
+            done = self._alignment
+            sigma = self.output_error.update(done.aligned, done.gap, report.estimate_sigma)
+            self.last = products.motion = replace(products.motion, output_sigma=sigma)
+            products.scale = scaler.last = with_output_error(report, sigma, scaler.config)
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
               unit: DepthUnit | None, anchor: float | None) -> tuple[np.ndarray, MotionReport]:
@@ -144,6 +167,7 @@ class CameraMotion:
             depth, done = self.temporal.align(t, pose, depth, k, unit, anchor)
         else:
             done = Alignment(False, "temporal_alignment is off")
+        self._alignment = done
         last, pair = self._last, None
         if pose is not None and last is not None and last.k == k and last.unit == unit \
                 and last.depth.shape == depth.shape:

@@ -94,6 +94,7 @@ class Alignment:
     reason: str = ""           # why not (a reset), "" when aligned
     fused_share: float = 0.0   # share of the valid pixels blended with the past
     scale_ratio: float = 1.0   # the alignment's scale applied to the new frame
+    gap: float | None = None   # log: this frame's own scale measurement over the past's
 
 
 class TemporalAligner:
@@ -157,12 +158,15 @@ class TemporalAligner:
         fused = np.where(blend, w_prev * moved + (1.0 - w_prev) * new, new)
         # ... then the whole output pulled towards this frame's own scale measurement (anchored).
         correction = self._anchor_correction(t, anchor, offset)
+        gap = math.log(anchor) - offset if anchor is not None and anchor > 0 and \
+            math.isfinite(anchor) else None
         if correction:
             fused *= np.float32(math.exp(correction))
         ratio = math.exp(offset + correction)
         self._store(t, pose, fused, k, unit, np.where(blend, held + 1.0, 1.0))
         share = float(np.count_nonzero(w_prev > 0)) / valid_count
-        return fused.astype(np.float32), Alignment(True, fused_share=share, scale_ratio=ratio)
+        return fused.astype(np.float32), Alignment(True, fused_share=share, scale_ratio=ratio,
+                                                    gap=gap)
 
     def _anchor_correction(self, t: float, anchor: float | None, offset: float) -> float:
         """The log correction towards this frame's own scale measurement ``anchor`` from the

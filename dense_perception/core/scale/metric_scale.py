@@ -26,7 +26,7 @@ planes), and a scale-only ratio is robust with sparse references, where a least-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Hashable
 
 import numpy as np
@@ -257,7 +257,8 @@ class DepthScaler:
     def update(self, t: float, depth: np.ndarray, k: Intrinsics, plan: FitPlan,
                output_resolution: str, reference: np.ndarray | None = None, *,
                camera: Hashable | None = None, guessed: bool = False,
-               estimate: Estimate | None = None, metric_model: bool = False) -> ScaleReport:
+               estimate: Estimate | None = None, metric_model: bool = False,
+               bound: bool = True) -> ScaleReport:
         """Estimate this frame's scale from ``depth`` (relative, on the published grid with
         intrinsics ``k``), filter it, and report the scale to use (None: not found yet).
 
@@ -269,7 +270,9 @@ class DepthScaler:
         ``estimate``: this frame's estimate made elsewhere, for the source 'motion'
         (``core.motion``: the camera's motion and the image motion). ``metric_model``: the
         depth is a metric network's metres, and the source checks them
-        (:func:`.model_metres.with_model_metres`).
+        (:func:`.model_metres.with_model_metres`). ``bound``: withhold a scale whose error
+        exceeds ``max_scale_error`` here (False: the caller judges the error of what it
+        publishes, :func:`with_output_error`).
         """
         config = self.config
         restarted = camera is not None and self._camera is not None and camera != self._camera
@@ -320,7 +323,7 @@ class DepthScaler:
         if own_only and (scale is None or sigma is None or sigma > own_error):
             scale, sigma = 1.0, own_error  # no surer measurement held
         reason = est.reason or self.filter.note
-        too_unsure = "" if scale is None else error_bound_problem(sigma, config)
+        too_unsure = "" if scale is None or not bound else error_bound_problem(sigma, config)
         bounded_out = bool(too_unsure)
         if bounded_out:
             reason = f"{too_unsure}; {reason}" if reason else too_unsure
@@ -343,6 +346,22 @@ def error_bound_problem(sigma: float | None, config: ScaleConfig) -> str:
         return ""
     return (f"the scale's error bound (2 sigma = {200.0 * sigma:.1f} %) exceeds "
             f"max_scale_error ({100.0 * config.max_scale_error:g} %)")
+
+
+def with_output_error(report: ScaleReport, sigma: float | None, config: ScaleConfig
+                      ) -> ScaleReport:
+    """``report`` with ``sigma``, the relative error of the scale actually published (the
+    motion scale carried by the temporal alignment: :mod:`..motion.output_error`), in place of
+    the filter's (which stands where ``sigma`` is None), and withheld when 2 sigma exceeds
+    ``config.max_scale_error``."""
+    if report.scale is None:
+        return report
+    sigma = report.sigma if sigma is None else sigma
+    problem = error_bound_problem(sigma, config)
+    if not problem:
+        return replace(report, sigma=sigma)
+    return replace(report, scale=None, metric=False, sigma=sigma, bounded_out=True,
+                   reason=f"{problem}; {report.reason}" if report.reason else problem)
 
 
 def withholds_depth(report: ScaleReport | None) -> bool:
