@@ -41,10 +41,12 @@ def test_the_error_follows_the_gaps_the_estimate_and_the_frames_carried():
     # Frames carried without an estimate: the error grows as a random walk.
     for carried in (1, 2, 3, 4):
         assert error.update(True, None, None) == pytest.approx(written_out(gaps, 0.05, carried))
+    assert error.why == "the scale was carried 4 frames without a motion estimate of its own"
     # Poses that jitter widen the gaps, and the error with them.
     for gap in [0.12, -0.1, 0.09, -0.11] * 8:
         wide = error.update(True, gap, 0.05)
     assert wide > 3 * sigma
+    assert "the images contradict the poses" in error.why   # said in words one can act on
     # A fresh start without an estimate: nothing vouches for the scale.
     assert error.update(False, None, None) is None
 

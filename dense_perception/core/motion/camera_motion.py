@@ -156,7 +156,8 @@ class CameraMotion:
             done = self._alignment
             sigma = self.output_error.update(done.aligned, done.gap, report.estimate_sigma)
             self.last = products.motion = replace(products.motion, output_sigma=sigma)
-            products.scale = scaler.last = with_output_error(report, sigma, scaler.config)
+            products.scale = scaler.last = with_output_error(report, sigma, scaler.config,
+                                                             self.output_error.why)
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
               unit: DepthUnit | None, anchor: float | None) -> tuple[np.ndarray, MotionReport]:

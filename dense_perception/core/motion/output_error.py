@@ -45,6 +45,7 @@ class OutputError:
         self._gaps: deque[float] = deque(maxlen=GAP_FRAMES)
         self._estimate_sigma: float | None = None
         self._carried: int | None = None  # frames since the last estimate (None: none yet)
+        self.why = ""  # the largest part of the last error, in words
 
     def reset(self) -> None:
         """Forget everything (a new sequence)."""
@@ -68,11 +69,28 @@ class OutputError:
                 self._gaps.append(gap)
         elif self._carried is not None:
             self._carried += 1
+        self.why = ""
         if self._carried is None or self._estimate_sigma is None:
             return None
-        if len(self._gaps) >= MIN_GAPS:
-            spread = MAD_TO_SIGMA * float(np.median(np.abs(np.asarray(self._gaps))))
-        else:
-            spread = self._estimate_sigma
-        return math.sqrt((GAP_WEIGHT * spread) ** 2 + (ESTIMATE_WEIGHT * self._estimate_sigma) ** 2
-                         + CARRY_PER_FRAME ** 2 * self._carried + FLOOR ** 2)
+        gapped = len(self._gaps) >= MIN_GAPS
+        spread = MAD_TO_SIGMA * float(np.median(np.abs(np.asarray(self._gaps)))) if gapped \
+            else self._estimate_sigma
+        parts = {"gaps": GAP_WEIGHT * spread, "estimate": ESTIMATE_WEIGHT * self._estimate_sigma,
+                 "carried": CARRY_PER_FRAME * math.sqrt(self._carried)}
+        self.why = self._words(max(parts, key=parts.get), gapped, spread)
+        return math.sqrt(sum(v * v for v in parts.values()) + FLOOR ** 2)
+
+    def _words(self, part: str, gapped: bool, spread: float) -> str:
+        """The largest part of the error, as a robot engineer can act on it."""
+        if part == "carried":
+            return (f"the scale was carried {self._carried} frames without a motion estimate "
+                    "of its own")
+        if part == "gaps" and gapped:
+            return (f"each frame's motion estimate and the scale the poses carried into its "
+                    f"view differ by {spread:.0%} (robust spread, last {len(self._gaps)} "
+                    "frames): the images contradict the poses (poses that jitter, lag or "
+                    "describe another frame than this camera's optical frame) or the scene "
+                    "moves")
+        return (f"this frame's motion estimate is unsure by itself ({self._estimate_sigma:.0%}, "
+                "1 sigma): the network's depth fits the flow differently over the view, or "
+                "too few frames since the output started afresh")

@@ -348,18 +348,19 @@ def error_bound_problem(sigma: float | None, config: ScaleConfig) -> str:
             f"max_scale_error ({100.0 * config.max_scale_error:g} %)")
 
 
-def with_output_error(report: ScaleReport, sigma: float | None, config: ScaleConfig
-                      ) -> ScaleReport:
+def with_output_error(report: ScaleReport, sigma: float | None, config: ScaleConfig,
+                      why: str = "") -> ScaleReport:
     """``report`` with ``sigma``, the relative error of the scale actually published (the
     motion scale carried by the temporal alignment: :mod:`..motion.output_error`), in place of
     the filter's (which stands where ``sigma`` is None), and withheld when 2 sigma exceeds
-    ``config.max_scale_error``."""
+    ``config.max_scale_error``, the reason saying ``why`` (its largest part) where given."""
     if report.scale is None:
         return report
     sigma = report.sigma if sigma is None else sigma
     problem = error_bound_problem(sigma, config)
     if not problem:
         return replace(report, sigma=sigma)
+    problem = f"{problem}: {why}" if why else problem
     return replace(report, scale=None, metric=False, sigma=sigma, bounded_out=True,
                    reason=f"{problem}; {report.reason}" if report.reason else problem)
 
