@@ -250,7 +250,7 @@ class DensePipeline:
                 estimate = None if motion is None else motion.frame_estimate(
                     self.config.depth_scale_source, stamp, pose, raw, products, res)
                 # The motion scale carried by the alignment is judged after it (its error).
-                judged = motion is not None and motion.judges_error(scaler)
+                judged = motion is not None and motion.judges_error(scaler, self.spec.metric_depth)
                 products.scale = self._scale(products, scaler, stamp, reference, camera_key,
                                              estimate, (raw, camera_k), not judged)
             if motion is not None:

@@ -126,12 +126,14 @@ class CameraMotion:
                             (products.width, products.height))
         return self.scale.estimate(t, pose, products.depth, products.intrinsics, grey)
 
-    def judges_error(self, scaler: Any) -> bool:
+    def judges_error(self, scaler: Any, metric_model: bool = False) -> bool:
         """Whether the error of ``scaler``'s scale is judged on the aligned output (the motion
         scale carried by the temporal alignment, :mod:`.output_error`) instead of the
         filter's: then the scaler must not withhold by its own error (the pipeline passes
-        ``bound=False``) and :meth:`align_products` does."""
-        return (scaler is not None and self.config.temporal_alignment
+        ``bound=False``) and :meth:`align_products` does. Not for a metric model's own metres
+        (``metric_model``): there the scale is the model's, checked by motion, and the
+        filter's error stands."""
+        return (scaler is not None and not metric_model and self.config.temporal_alignment
                 and scaler.config.source == "motion" and not scaler.config.per_frame)
 
     def align_products(self, t: float, pose: np.ndarray | None, products: Any,
