@@ -57,8 +57,7 @@ class FrameStats:
     idle: int = 0  # frames skipped because no output had a subscriber
     consecutive_failures: int = 0
     last_error: str = ""
-    last_age_s: float = 0.0  # receive -> published, for the last frame
-    recent_ages_s: tuple[float, ...] = ()  # the same for the last BEHIND_OUTPUTS frames
+    recent_ages_s: tuple[float, ...] = ()  # receive -> published, the last BEHIND_OUTPUTS frames
     camera_info: str = "none received"
     intrinsics_guessed: bool = False
     camera_note: str = ""  # what of the CameraInfo is not honoured (e.g. unknown distortion)
@@ -92,6 +91,12 @@ class FrameStats:
             return 0.0
         return max(0.0, now - since)
 
+    @property
+    def last_age_s(self) -> float:
+        """Receive -> published (s) for the last frame output (0 before any)."""
+        ages = self.recent_ages_s
+        return ages[-1] if ages else 0.0
+
     def record_failure(self, error: str) -> None:
         with self._lock:
             self.failed += 1
@@ -102,7 +107,6 @@ class FrameStats:
         with self._lock:
             self.processed += 1
             self.consecutive_failures = 0
-            self.last_age_s = age_s
             self.recent_ages_s = (self.recent_ages_s + (age_s,))[-BEHIND_OUTPUTS:]
             self.waiting_since = None
 
@@ -126,9 +130,9 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
 
     With a one-slot buffer an output is at most about two frame times old (one waiting, one
     being handled); BEHIND_OUTPUTS outputs in a row older than that mean the worker is starved
-    or blocked: falling behind. Frames that
-    keep arriving with no output for STALL_WARN_PERIODS frame times are a stall (WARN), for
-    STALL_ERROR_PERIODS an ERROR, whatever the backend (``now``: monotonic s). With several
+    or blocked: falling behind. Frames that keep arriving with no output for
+    STALL_WARN_PERIODS frame times are a stall (WARN), for STALL_ERROR_PERIODS an ERROR,
+    whatever the backend (``now``: monotonic s). With several
     cameras on one model, ``turns`` of them taking turns, a camera's frame time is ``turns``
     model frame times (round robin: its next turn comes after every other camera's).
     """

@@ -47,6 +47,7 @@ class MotionReport:
     # (previous output, this output, intrinsics, previous-to-this motion): what :attr:`tae`
     # reads; None when the two cannot be compared
     pair: tuple | None = field(default=None, repr=False, compare=False)
+    gap: float | None = None    # log: the frame's own scale measurement over the past's
     # the published scale's relative error (log) with the motion scale and the alignment
     # together (.output_error); None where the scale's own error stands
     output_sigma: float | None = None
@@ -98,7 +99,6 @@ class CameraMotion:
         self.scale = MotionScale(config.min_baseline, config.scale_map, config.clock_offset)
         self.temporal = TemporalAligner(config.max_translation)
         self.output_error = OutputError()
-        self._alignment = Alignment(False, "no frame yet")
         self._last: _Output | None = None
         self.last: MotionReport | None = None
 
@@ -155,7 +155,7 @@ class CameraMotion:
         products.depth, products.motion = self.align(t, pose, products.depth,
                                                      products.intrinsics, unit, anchor)
         if scaler is not None and report is not None:
-            done = self._alignment
+            done = products.motion
             sigma = self.output_error.update(done.aligned, done.gap, report.estimate_sigma)
             self.last = products.motion = replace(products.motion, output_sigma=sigma)
             products.scale = scaler.last = with_output_error(report, sigma, scaler.config,
@@ -170,12 +170,11 @@ class CameraMotion:
             depth, done = self.temporal.align(t, pose, depth, k, unit, anchor)
         else:
             done = Alignment(False, "temporal_alignment is off")
-        self._alignment = done
         last, pair = self._last, None
         if pose is not None and last is not None and last.k == k and last.unit == unit \
                 and last.depth.shape == depth.shape:
             pair = (last.depth, depth, k, motion(last.pose, pose))
         self._last = None if pose is None else _Output(depth, pose, k, unit)
         self.last = MotionReport(pose is not None, done.aligned, done.reason, done.fused_share,
-                                 pair)
+                                 pair, done.gap)
         return depth, self.last

@@ -29,13 +29,14 @@ from collections import deque
 
 import numpy as np
 
+from .temporal import MAD_TO_SIGMA
+
 GAP_FRAMES = 30          # aligned frames whose gaps are kept
 MIN_GAPS = 3             # fewer: the last estimate's own error stands for the gaps
 GAP_WEIGHT = 1.5         # the gaps' robust standard deviation, times this
 ESTIMATE_WEIGHT = 0.3    # the last estimate's own sigma, times this
 CARRY_PER_FRAME = 0.03   # log scale per sqrt(frame) carried without an estimate
 FLOOR = 0.02             # the smallest error claimed
-MAD_TO_SIGMA = 1.4826
 
 
 class OutputError:

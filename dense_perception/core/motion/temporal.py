@@ -157,9 +157,9 @@ class TemporalAligner:
         blend, w_prev = blend_weights(residual, held, float(np.median(np.abs(sample - offset))))
         fused = np.where(blend, w_prev * moved + (1.0 - w_prev) * new, new)
         # ... then the whole output pulled towards this frame's own scale measurement (anchored).
-        correction = self._anchor_correction(t, anchor, offset)
         gap = math.log(anchor) - offset if anchor is not None and anchor > 0 and \
             math.isfinite(anchor) else None
+        correction = self._anchor_correction(t, gap)
         if correction:
             fused *= np.float32(math.exp(correction))
         ratio = math.exp(offset + correction)
@@ -168,15 +168,15 @@ class TemporalAligner:
         return fused.astype(np.float32), Alignment(True, fused_share=share, scale_ratio=ratio,
                                                     gap=gap)
 
-    def _anchor_correction(self, t: float, anchor: float | None, offset: float) -> float:
-        """The log correction towards this frame's own scale measurement ``anchor`` from the
-        alignment's ``offset`` (0 without one): the pull of :data:`ANCHOR_TIME_S`, or all of it
+    def _anchor_correction(self, t: float, gap: float | None) -> float:
+        """The log correction towards this frame's own scale measurement, ``gap`` (log) from
+        the alignment's offset (0 without one): the pull of :data:`ANCHOR_TIME_S`, or all of it
         while the two have agreed to within :data:`WARP_NOISE` (what the warp and the poses
         alone drift by: the past is no better than the frame there)."""
-        if anchor is None or not anchor > 0 or not math.isfinite(anchor):
+        if gap is None:
             return 0.0
         pull = 1.0 - math.exp(-max(t - self._t, 0.0) / ANCHOR_TIME_S)
-        gap = min(max(math.log(anchor) - offset, -MAX_ANCHOR_STEP), MAX_ANCHOR_STEP)
+        gap = min(max(gap, -MAX_ANCHOR_STEP), MAX_ANCHOR_STEP)
         # The mean square disagreement, over the same time constant.
         self._gap2 = gap * gap if self._gap2 is None else self._gap2 + pull * (
             gap * gap - self._gap2)
