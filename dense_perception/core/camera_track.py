@@ -68,6 +68,11 @@ class CameraTrack:
             self.motion.configure(setup.motion)
         self.references.span_s = setup.reference_span
 
+    def close(self) -> None:
+        """Stop the motion's keyframe worker (the camera is done)."""
+        if self.motion is not None:
+            self.motion.close()
+
     def finish(self, pipeline: Finisher, raw: RawFrame, stamp: float, *,
                pose: np.ndarray | None = None, reference: np.ndarray | None = None
                ) -> Products:

@@ -346,10 +346,11 @@ class DensePipeline:
                                guessed=products.intrinsics_guessed, estimate=estimate,
                                metric_model=self.spec.metric_depth, bound=bound)
         if report.scale is not None:  # a new array: raw.depth may be the same one
-            products.depth = products.depth * np.float32(report.scale)
-            correction = None if estimate is None else estimate.correction
-            if correction is not None and correction.shape == products.depth.shape:
-                products.depth *= np.exp(correction)  # motion's scale map over the view
+            relative = products.depth
+            products.depth = relative * np.float32(report.scale)
+            correction = None if estimate is None else estimate.correction_for(relative)
+            if correction is not None:  # motion's scale map over the view
+                products.depth *= np.exp(correction)
         return report
 
 

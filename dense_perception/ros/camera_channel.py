@@ -86,6 +86,7 @@ class CameraChannel:
     def close(self) -> None:
         self.camera.close()
         self.outputs.close()
+        self.track.close()
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         self.camera_infos.add(stamp_ns(msg.header.stamp), msg)

@@ -2,10 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """One camera's motion state, kept across frames by its caller like its ``DepthScaler``: the
 motion scale (``depth_scale_source: motion``), the temporal alignment, and the TAE of its last
-two outputs. The pipeline calls it from ``finish`` (see the package docstring for the API)."""
+two outputs. The pipeline calls it from ``finish`` (see the package docstring for the API).
+
+The motion scale is measured on keyframes off the frame path (:mod:`.keyframes`); a frame
+only applies the latest measurement. A keyframe's measurement is of the keyframe's depth, so
+it lands as the gap between what was published on the keyframe and what it measured, less
+what the anchor has pulled since: the output carried by the warp since the keyframe is off by
+that much now (:meth:`.temporal.TemporalAligner.align`'s ``gap``)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -18,6 +25,7 @@ from ..geometry.intrinsics import Intrinsics
 from ..preprocess import to_rgb8
 from ..scale.estimators import Estimate
 from ..scale.metric_scale import ESTIMATED_SOURCES, with_output_error, withholds_depth
+from .keyframes import KeyframeWorker, Measured
 from .motion_scale import MotionScale
 from .output_error import OutputError
 from .pose import motion
@@ -34,6 +42,9 @@ class MotionConfig:
     scale_map: bool = True              # motion_scale_map
     max_translation: float = 0.5        # temporal_max_translation (m): more is a jump
     clock_offset: float = 0.0           # pose_clock_offset (s); 0 = measured from the flow
+    # offline: each keyframe's measurement lands on the next keyframe, waited for there (the
+    # same run on any machine); the node: a frame never waits (newest keyframe wins)
+    wait_for_keyframes: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,18 @@ def grey_on_grid(raw: Any, plan: FitPlan, output_resolution: str,
 
 
 @dataclass(frozen=True)
+class _Published:
+    """What a keyframe was published at, to place its late measurement."""
+
+    epoch: int      # the alignment's epoch
+    level: float    # log metres per unit of the keyframe's relative depth, as published
+    pulled: float   # the alignment's corrections summed by then (log)
+
+
+LEDGER_SIZE = 64  # keyframes remembered (a measurement older than this does not land)
+
+
+@dataclass(frozen=True)
 class _Output:
     """The camera's last published depth, what the next frame's TAE compares with."""
 
@@ -97,10 +120,19 @@ class CameraMotion:
     def __init__(self, config: MotionConfig = MotionConfig()) -> None:
         self.config = config
         self.scale = MotionScale(config.min_baseline, config.scale_map, config.clock_offset)
+        self.keyframes = KeyframeWorker(self.scale, config.wait_for_keyframes)
         self.temporal = TemporalAligner(config.max_translation)
         self.output_error = OutputError()
         self._last: _Output | None = None
         self.last: MotionReport | None = None
+        self._ledger: dict[int, _Published] = {}  # keyframe serial -> what was published
+        self._keyframe: int | None = None     # this frame's serial when it is a keyframe
+        self._landed: Measured | None = None  # the measurement that landed on this frame
+        self._due = False  # this frame is a keyframe: a measurement was due on it
+        # what frames without a measurement of their own get: the last one's reason (when it
+        # found none) and its scale map
+        self._between = Estimate(None)
+        self._ratio = 1.0  # the last alignment's scale on its frame
 
     def configure(self, config: MotionConfig) -> None:
         """Runtime changes (temporal_alignment, motion_scale_min_baseline, the jump limit),
@@ -108,23 +140,85 @@ class CameraMotion:
         self.config = config
         self.scale.min_baseline = config.min_baseline
         self.temporal.max_translation = config.max_translation
+        self.keyframes.measure_next()  # the change is measured on the next frame
 
     def reset(self) -> None:
         """Forget the past (a new sequence)."""
-        self.scale.reset()
+        self.keyframes.reset()
+        self.scale.forget()
         self.temporal.reset()
         self.output_error.reset()
         self._last = None
+        self._ledger.clear()
+        self._landed = None
+        self._between = Estimate(None)
+
+    def close(self) -> None:
+        """Stop the keyframe worker (at shutdown)."""
+        self.keyframes.close()
 
     def frame_estimate(self, source: str, t: float, pose: np.ndarray | None, raw: Any,
                        products: Any, output_resolution: str) -> Estimate | None:
         """The pipeline's hook before the scale: the motion estimate for ``source`` motion
-        (None for other sources)."""
+        (None for other sources): the keyframe measurement that lands on this frame, else
+        none (with the last measurement's reason and scale map). A keyframe is handed to
+        the worker here."""
+        self._keyframe = self._landed = None
+        self._due = False
         if source != "motion":
             return None
-        grey = grey_on_grid(raw, products.plan, output_resolution,
-                            (products.width, products.height))
-        return self.scale.estimate(t, pose, products.depth, products.intrinsics, grey)
+        if pose is None:
+            return Estimate(None, reason="no camera pose for this frame (motion unknown)")
+        self.scale.observe(t, pose)
+        self._due = self.keyframes.keyframe(t)
+        if not self.keyframes.wait:
+            self._landed = self.keyframes.collect()  # the latest finished, never waited for
+        said = None  # a keyframe without a pair says why at once (no baseline, too fast)
+        if self._due:
+            grey = grey_on_grid(raw, products.plan, output_resolution,
+                                (products.width, products.height))
+            pair = self.scale.pair(t, pose, grey, observed=True)
+            if isinstance(pair, Estimate):
+                said = pair
+            else:
+                self._keyframe = self.keyframes.submit(pair, products.depth,
+                                                       products.intrinsics)
+                if self.keyframes.wait:  # offline: on its own frame, whatever the load
+                    self._landed = self.keyframes.collect()
+        landed = self._landed
+        if landed is not None and (landed.estimate.scale is not None or said is None):
+            est = landed.estimate
+            if landed.serial != self._keyframe:  # its map is read on this frame's depth
+                est = replace(est, correction=None)
+            self._between = Estimate(None, reason=est.reason) if est.scale is None else \
+                Estimate(None, scale_map=est.scale_map)
+            return est
+        self._landed = None
+        if said is not None:
+            self._between = Estimate(None, reason=said.reason,
+                                     scale_map=self._between.scale_map)
+        return self._between
+
+    def _landed_gap(self, estimate: float | None) -> float | None:
+        """How far the output carried to this frame is from the measurement that landed on
+        it (log; None without one, or when the output restarted since its keyframe)."""
+        landed = self._landed
+        if landed is not None and landed.serial == self._keyframe:  # on its own frame
+            return None
+        published = None if landed is None else self._ledger.get(landed.serial)
+        if published is None or not estimate or estimate <= 0 or \
+                published.epoch != self.temporal.epoch:
+            return None
+        return math.log(estimate) - published.level - (self.temporal.pulled - published.pulled)
+
+    def _remember(self, scale: float | None, ratio: float) -> None:
+        """This frame's published level, when it is a keyframe (its measurement lands later)."""
+        if self._keyframe is None or not scale or scale <= 0:
+            return
+        self._ledger[self._keyframe] = _Published(
+            self.temporal.epoch, math.log(scale) + math.log(ratio), self.temporal.pulled)
+        while len(self._ledger) > LEDGER_SIZE:
+            del self._ledger[min(self._ledger)]
 
     def judges_error(self, scaler: Any, metric_model: bool = False) -> bool:
         """Whether the error of ``scaler``'s scale is judged on the aligned output (the motion
@@ -148,28 +242,40 @@ class CameraMotion:
                 pose is not None, reason="depth withheld (no metric scale yet)")
             return
         anchor: float | None = 1.0
-        if report is not None and report.source in ESTIMATED_SOURCES:
+        gap = None
+        keyframed = report is not None and report.source == "motion"
+        own = self._landed is not None and self._landed.serial == self._keyframe
+        if keyframed and not own:  # a keyframe's measurement, landed late: by the ledger
+            anchor, gap = None, self._landed_gap(report.estimate)
+        elif report is not None and report.source in ESTIMATED_SOURCES:
             anchor = None if report.estimate is None or not report.scale else \
                 report.estimate / report.scale
         unit = None if report is None else DepthUnit(report.source, report.metric)
         products.depth, products.motion = self.align(t, pose, products.depth,
-                                                     products.intrinsics, unit, anchor)
+                                                     products.intrinsics, unit, anchor, gap)
+        if keyframed:
+            self._remember(report.scale, self._ratio)
         if scaler is not None and report is not None:
             done = products.motion
-            sigma = self.output_error.update(done.aligned, done.gap, report.estimate_sigma)
+            # between keyframes the output is not carried further: the keyframes' gaps hold
+            # what it drifts by between them
+            due = not keyframed or self._due
+            sigma = self.output_error.update(done.aligned, done.gap, report.estimate_sigma, due)
             self.last = products.motion = replace(products.motion, output_sigma=sigma)
             products.scale = scaler.last = with_output_error(report, sigma, scaler.config,
                                                              self.output_error.why)
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
-              unit: DepthUnit | None, anchor: float | None) -> tuple[np.ndarray, MotionReport]:
+              unit: DepthUnit | None, anchor: float | None, gap: float | None = None
+              ) -> tuple[np.ndarray, MotionReport]:
         """The published depth (fused with the past when ``temporal_alignment``) and the
-        frame's report; see :meth:`.temporal.TemporalAligner.align` for ``unit`` and
-        ``anchor``."""
+        frame's report; see :meth:`.temporal.TemporalAligner.align` for ``unit``, ``anchor``
+        and ``gap``."""
         if self.config.temporal_alignment:
-            depth, done = self.temporal.align(t, pose, depth, k, unit, anchor)
+            depth, done = self.temporal.align(t, pose, depth, k, unit, anchor, gap=gap)
         else:
             done = Alignment(False, "temporal_alignment is off")
+        self._ratio = done.scale_ratio
         last, pair = self._last, None
         if pose is not None and last is not None and last.k == k and last.unit == unit \
                 and last.depth.shape == depth.shape:

@@ -52,7 +52,7 @@ import numpy as np
 from ..geometry.intrinsics import Intrinsics
 from ..scale.estimators import Estimate
 from .clock_offset import ClockOffset, epipolar_terms, pose_at
-from .scale_map import fit_scale_map
+from .scale_map import fit_map
 from .pose import motion, quaternion_from_rotation, rotation_angle_deg
 
 FLOW_WIDTH = 320          # px: flow on a frame this wide (cost; DIS is accurate to ~0.3 px)
@@ -82,6 +82,29 @@ class _Past:
     quaternion: np.ndarray  # the pose's rotation, kept for the clock offset's interpolation
 
 
+@dataclass(frozen=True)
+class Trail:
+    """The poses of the recent posed frames (every one, keyframe or not), oldest first: what
+    the clock offset interpolates between."""
+
+    stamps: list[float]
+    poses: list[np.ndarray]
+    quaternions: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A frame and its partner a baseline before it: what :meth:`MotionScale.measure` takes
+    (off the frame path: it holds copies, nothing the frame path changes later)."""
+
+    t: float
+    partner_t: float
+    grey: np.ndarray          # the frame's, shrunk for the flow
+    partner_grey: np.ndarray
+    b_to_a: np.ndarray        # the frame's camera to the partner's, from the poses
+    trail: Trail
+
+
 def flow_image(grey: np.ndarray) -> np.ndarray:
     """``grey`` (uint8) shrunk to at most :data:`FLOW_WIDTH` pixels wide for the flow."""
     h, w = grey.shape
@@ -99,7 +122,10 @@ class MotionScale:
         self.min_baseline = min_baseline
         self.scale_map = scale_map
         self.fixed_offset = clock_offset or None  # set by hand: not measured
+        # The frame path's: the past frames that may partner a later one, and every pose.
         self._past: deque[_Past] = deque(maxlen=MAX_HISTORY)
+        self._trail: deque[tuple[float, np.ndarray, np.ndarray]] = deque(maxlen=MAX_HISTORY)
+        # The measurement's (the keyframe worker's, off the frame path):
         self._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
         self.clock = ClockOffset()
         self.stage_ms: dict[str, float] = {}  # the last pair's stages (flow, clock offset, map)
@@ -108,7 +134,16 @@ class MotionScale:
 
     def reset(self) -> None:
         """Forget the past frames (a new sequence)."""
+        self.forget()
+        self.reset_measures()
+
+    def forget(self) -> None:
+        """The frame path's half of :meth:`reset`: the partners and the poses."""
         self._past.clear()
+        self._trail.clear()
+
+    def reset_measures(self) -> None:
+        """The measurement's half of :meth:`reset`: the recent pairs and the clock offset."""
         self._recent.clear()
         self.clock.reset()
 
@@ -116,16 +151,36 @@ class MotionScale:
                  k: Intrinsics, grey: np.ndarray) -> Estimate:
         """This frame's scale (metres per unit of ``relative``, on the published grid with
         intrinsics ``k``; ``grey`` the frame's uint8 image on the same grid), or none with the
-        reason. The frame is kept as a partner for later ones."""
+        reason: :meth:`pair` and :meth:`measure` in one. The frame is kept as a partner for
+        later ones."""
+        pair = self.pair(t, pose, grey)
+        return pair if isinstance(pair, Estimate) else self.measure(pair, relative, k)
+
+    def observe(self, t: float, pose: np.ndarray) -> None:
+        """Keep the pose of the posed frame stamped ``t`` (every frame: the clock offset
+        interpolates between them); time going back starts a new sequence."""
+        if self._trail and t < self._trail[-1][0]:
+            self.forget()  # time went back: a new sequence (the measurement sees it too)
+        while self._trail and self._trail[0][0] < t - MAX_HISTORY_S:
+            self._trail.popleft()
+        self._trail.append((t, pose, quaternion_from_rotation(pose[:3, :3])))
+
+    def pair(self, t: float, pose: np.ndarray | None, grey: np.ndarray,
+             observed: bool = False) -> Pair | Estimate:
+        """The frame paired with the latest past frame a baseline away (the cheap part, on
+        the frame path), or none with the reason; the frame is kept as a partner for later
+        ones. ``observed``: :meth:`observe` was already called for this frame."""
         if pose is None:
             return Estimate(None, reason="no camera pose for this frame (motion unknown)")
+        if not observed:
+            self.observe(t, pose)
         if self._past and t < self._past[-1].t:
-            self.reset()  # time went back: a new sequence
+            self._past.clear()
         while self._past and self._past[0].t < t - MAX_HISTORY_S:
             self._past.popleft()
         small = flow_image(grey)
         partner = self._partner(pose)
-        self._past.append(_Past(t, pose, small, quaternion_from_rotation(pose[:3, :3])))
+        self._past.append(_Past(t, pose, small, self._trail[-1][2]))
         if partner is None:
             return Estimate(None, reason=(
                 f"the camera moved less than motion_scale_min_baseline "
@@ -137,17 +192,28 @@ class MotionScale:
             return Estimate(None, reason=(
                 f"the trajectory moves {speed:.3g} m/s between two frames: no robot or hand "
                 "does (are the poses in metres, not millimetres?)"))
-        pair = self._fit(small, partner.grey, b_to_a, relative, k, (t, partner.t))
-        if pair.scale is None:
-            return pair
+        trail = Trail([p[0] for p in self._trail], [p[1] for p in self._trail],
+                      [p[2] for p in self._trail])
+        return Pair(t, partner.t, small, partner.grey, b_to_a, trail)
+
+    def measure(self, pair: Pair, relative: np.ndarray, k: Intrinsics) -> Estimate:
+        """The scale of ``pair``'s frame (its ``relative`` depth, intrinsics ``k``): the
+        flows and the fit (the costly part, off the frame path)."""
+        t = pair.t
+        if self._recent and t < self._recent[-1][0]:
+            self.reset_measures()  # time went back: a new sequence
+        est = self._fit(pair.grey, pair.partner_grey, pair.b_to_a, relative, k,
+                        (t, pair.partner_t), pair.trail)
+        if est.scale is None:
+            return est
         # One pair can be off by 10 % (flow on a weak texture, the model's shape): the median
         # of the last few pairs, and none from a single pair; its error is the median pair's.
-        self._recent.append((t, pair.scale, pair.sigma))
+        self._recent.append((t, est.scale, est.sigma))
         recent = [(s, e) for ts, s, e in self._recent if ts >= t - RECENT_S]
         if len(recent) < 2:
-            return replace(pair, scale=None, reason=(
-                f"one pair gave {pair.scale:.4g}: waiting for a second to confirm it"))
-        return replace(pair, scale=float(np.median([s for s, _ in recent])),
+            return replace(est, scale=None, reason=(
+                f"one pair gave {est.scale:.4g}: waiting for a second to confirm it"))
+        return replace(est, scale=float(np.median([s for s, _ in recent])),
                        sigma=float(np.median([e for _, e in recent])))
 
     def _partner(self, pose: np.ndarray) -> _Past | None:
@@ -174,8 +240,8 @@ class MotionScale:
         return b_to_a if pose_b is None or pose_a is None else motion(pose_b, pose_a)
 
     def _fit(self, grey_b: np.ndarray, grey_a: np.ndarray, b_to_a: np.ndarray,
-             relative: np.ndarray, k: Intrinsics, times: tuple[float, float] | None = None
-             ) -> Estimate:
+             relative: np.ndarray, k: Intrinsics, times: tuple[float, float] | None = None,
+             trail: Trail | None = None) -> Estimate:
         h, w = grey_b.shape
         zoom = relative.shape[1] / w  # full-size px per flow px
         started = time.perf_counter()
@@ -200,9 +266,9 @@ class MotionScale:
         ua = (ua[trusted] + 0.5) * zoom - 0.5
         va = (va[trusted] + 0.5) * zoom - 0.5
         started = time.perf_counter()
-        if times is not None:  # the pose clock's offset: measured (unless set), compensated
-            stamps, poses = [p.t for p in self._past], [p.pose for p in self._past]
-            quaternions = [p.quaternion for p in self._past]
+        if times is not None and trail is not None:  # the pose clock's offset: measured
+            # (unless set), compensated
+            stamps, poses, quaternions = trail.stamps, trail.poses, trail.quaternions
             if self.fixed_offset is None:
                 self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k, quaternions)
             b_to_a = self._compensated(b_to_a, times, stamps, poses, quaternions)
@@ -241,13 +307,14 @@ class MotionScale:
         if spread > MAX_SPREAD:
             return Estimate(None, ratio, int(len(q)), reason=(
                 f"the pixels disagree on the scale (spread {spread:.0%} > {MAX_SPREAD:.0%})"))
-        correction, level = None, 0.0
+        correction, level, fitted = None, 0.0, None
         started = time.perf_counter()
         if self.scale_map:  # the ratio over the view, not one number (see .scale_map)
             with np.errstate(invalid="ignore", divide="ignore"):
                 view = np.log(np.where(relative > 0, relative, np.nan))
-            field = fit_scale_map(-np.log(q[positive]), ub[positive], vb[positive],
-                                  np.log(rel_trusted[positive]), view)
+            fitted = fit_map(-np.log(q[positive]), ub[positive], vb[positive],
+                             np.log(rel_trusted[positive]), view)
+            field = np.zeros(view.shape, np.float32) if fitted is None else fitted.field(view)
             level = float(np.median(field[np.isfinite(view)][::7]))
             correction = field - np.float32(level)
         self.stage_ms["scale map"] = 1000.0 * (time.perf_counter() - started)
@@ -255,7 +322,7 @@ class MotionScale:
         sigma = math.hypot(sigma, depth_band_error(q, rel_trusted, rel))
         return Estimate(math.exp(level) / q_mid, ratio, int(len(q)), sigma=sigma,
                         clock_offset=self.fixed_offset or self.clock.offset,
-                        correction=correction)
+                        correction=correction, scale_map=fitted)
 
 
 def depth_band_error(q: np.ndarray, rel_trusted: np.ndarray, rel_view: np.ndarray) -> float:

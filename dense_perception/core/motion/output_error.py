@@ -14,8 +14,9 @@ estimate's own alone. Per frame (all in log scale, added in quadrature):
   widens the gaps. Where the two agree, the gaps, and so the error, are small;
 * :data:`ESTIMATE_WEIGHT` x the last estimate's own error (:mod:`.motion_scale`'s sigma): what
   the gaps cannot see, a bias the estimates and the carried past share;
-* :data:`CARRY_PER_FRAME` for each frame carried since the last estimate (a random walk: the
-  scale carried by the warp alone drifts, about 3 % a frame on the shared real stretches);
+* :data:`CARRY_PER_FRAME` for each frame carried since the last estimate where one was due
+  (a random walk: the scale carried by the warp alone drifts, about 3 % a frame on the shared
+  real stretches);
 * a floor, :data:`FLOOR`.
 
 The weights were chosen on the shared 7-Scenes stretches (``make eval-real``): with them, at
@@ -54,13 +55,15 @@ class OutputError:
         self._estimate_sigma = None
         self._carried = None
 
-    def update(self, aligned: bool, gap: float | None, estimate_sigma: float | None
-               ) -> float | None:
+    def update(self, aligned: bool, gap: float | None, estimate_sigma: float | None,
+               due: bool = True) -> float | None:
         """The published scale's relative standard error (log) after this frame; None while
         nothing measured it. ``aligned``: the frame was fused with the past (False: the output
         started afresh from this frame); ``gap``: the log of this frame's own estimate over the
         scale the past carried (None: no estimate, or not aligned); ``estimate_sigma``: this
-        frame's estimate's own error (None: no estimate)."""
+        frame's estimate's own error (None: no estimate); ``due``: a measurement was due on
+        this frame (False between keyframes: the gaps of the keyframes hold what the output
+        drifts by between them, so a frame there is not carried further)."""
         if not aligned:
             self._gaps.clear()  # a fresh start: the past no longer carries the scale
             self._carried = None
@@ -68,7 +71,7 @@ class OutputError:
             self._estimate_sigma, self._carried = estimate_sigma, 0
             if aligned and gap is not None and math.isfinite(gap):
                 self._gaps.append(gap)
-        elif self._carried is not None:
+        elif self._carried is not None and due:
             self._carried += 1
         self.why = ""
         if self._carried is None or self._estimate_sigma is None:

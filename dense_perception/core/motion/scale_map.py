@@ -17,6 +17,8 @@ own band's ratio.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 
@@ -28,16 +30,61 @@ MAX_CORRECTION = 0.7  # |log|: at most about 2x either way
 MAX_SAMPLES = 6000   # trusted pixels used (evenly spread): about 80 a cell, plenty for a median
 
 
+@dataclass(frozen=True)
+class ScaleMap:
+    """A fitted map: each band's plane over the view (bilinear from the grid, full size) and
+    the band's log relative depth. Read on any frame of the same view's size with that
+    frame's own depth (:meth:`correction`): a keyframe's map serves the frames after it."""
+
+    planes: tuple[np.ndarray, ...]
+    centres: tuple[float, ...]
+
+    def field(self, view_log_rel: np.ndarray) -> np.ndarray:
+        """The log correction at each pixel of a view of log relative depth
+        ``view_log_rel`` (NaN invalid; 0 there), relative to the fitted pixels' median."""
+        valid = np.isfinite(view_log_rel)
+        planes, centres = self.planes, self.centres
+        # Linear across depth, between the bands' own depths (the pixel's own depth picks them).
+        depth = np.where(valid, view_log_rel, centres[0]).astype(np.float32)
+        out = planes[0].copy()
+        for b in range(1, len(planes)):  # telescoping: P0 + w1 (P1 - P0) + w2 (P2 - P1) + ...
+            span = max(centres[b] - centres[b - 1], 1e-6)
+            weight = np.clip((depth - np.float32(centres[b - 1])) / np.float32(span), 0.0, 1.0)
+            out += weight * (planes[b] - planes[b - 1])
+        out[~valid] = 0.0
+        return out.astype(np.float32)
+
+    def correction(self, relative: np.ndarray) -> np.ndarray | None:
+        """The map read on ``relative`` (a frame's relative depth, NaN or <= 0 invalid) with
+        its median over the view taken out (the scale itself carries the level); None when
+        the view's size is not the map's."""
+        if relative.shape != self.planes[0].shape:
+            return None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            view = np.log(np.where(relative > 0, relative, np.nan))
+        field = self.field(view)
+        valid = field[np.isfinite(view)][::7]
+        return field - np.float32(np.median(valid)) if valid.size else field
+
+
 def fit_scale_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.ndarray,
                   view_log_rel: np.ndarray) -> np.ndarray:
     """The log correction over the view (``view_log_rel``'s shape, 0 where its depth is
     invalid), relative to the median of ``logs``: each trusted pixel's log(metric / relative)
     at full-size pixel ``u``, ``v`` with its log relative depth ``log_rel``."""
+    fitted = fit_map(logs, u, v, log_rel, view_log_rel)
+    return np.zeros(view_log_rel.shape, np.float32) if fitted is None else \
+        fitted.field(view_log_rel)
+
+
+def fit_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.ndarray,
+            view_log_rel: np.ndarray) -> ScaleMap | None:
+    """The :class:`ScaleMap` of :func:`fit_scale_map`'s pixels; None where nothing fits."""
     h, w = view_log_rel.shape
     rows, cols = GRID
     valid = np.isfinite(view_log_rel)
     if not valid.any() or len(logs) < MIN_CELL:
-        return np.zeros((h, w), np.float32)
+        return None
     step = max(1, -(-len(logs) // MAX_SAMPLES))
     logs, u, v = logs[::step], u[::step], v[::step]
     log_rel = np.asarray(log_rel[::step], np.float32)  # the view's precision: bands alike
@@ -68,16 +115,8 @@ def fit_scale_map(logs: np.ndarray, u: np.ndarray, v: np.ndarray, log_rel: np.nd
         planes.append(cv2.resize(grid.astype(np.float32), (w, h),
                                  interpolation=cv2.INTER_LINEAR))
     if not planes:
-        return np.zeros((h, w), np.float32)
-    # Linear across depth, between the bands' own depths (the pixel's own depth picks them).
-    depth = np.where(valid, view_log_rel, centres[0]).astype(np.float32)
-    out = planes[0].copy()
-    for b in range(1, len(planes)):  # telescoping: P0 + w1 (P1 - P0) + w2 (P2 - P1) + ...
-        span = max(centres[b] - centres[b - 1], 1e-6)
-        weight = np.clip((depth - np.float32(centres[b - 1])) / np.float32(span), 0.0, 1.0)
-        out += weight * (planes[b] - planes[b - 1])
-    out[~valid] = 0.0
-    return out.astype(np.float32)
+        return None
+    return ScaleMap(tuple(planes), tuple(centres))
 
 
 def cell_medians(values: np.ndarray, cells: np.ndarray, n_cells: int

@@ -95,6 +95,8 @@ class Alignment:
     fused_share: float = 0.0   # share of the valid pixels blended with the past
     scale_ratio: float = 1.0   # the alignment's scale applied to the new frame
     gap: float | None = None   # log: this frame's own scale measurement over the past's
+    epoch: int = 0             # restarts so far: an output of another epoch is not carried
+    pulled: float = 0.0        # log: the anchor's corrections summed since the last restart
 
 
 class TemporalAligner:
@@ -110,15 +112,20 @@ class TemporalAligner:
         self._t = 0.0
         self._unit: DepthUnit | None = None
         self._gap2: float | None = None  # mean square log gap of the past's and own scale
+        self._anchored_t: float | None = None  # the last frame pulled towards a measurement
+        self.epoch = 0      # restarts so far
+        self.pulled = 0.0   # log: the anchor's corrections summed since the last restart
 
     def reset(self) -> None:
         """Forget the previous output."""
         self._depth = self._weight = self._k = self._pose = None
-        self._gap2 = None
+        self._gap2 = self._anchored_t = None
+        self.epoch += 1
+        self.pulled = 0.0
 
     def align(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
-              unit: DepthUnit | None = None, anchor: float | None = 1.0
-              ) -> tuple[np.ndarray, Alignment]:
+              unit: DepthUnit | None = None, anchor: float | None = 1.0, *,
+              gap: float | None = None) -> tuple[np.ndarray, Alignment]:
         """The fused depth for the frame stamped ``t`` with ``pose`` (4x4 world_from_camera)
         and its own ``depth`` (metres or relative, NaN invalid) on a grid with intrinsics
         ``k``; ``unit`` names the depth's unit (a change starts afresh).
@@ -126,7 +133,11 @@ class TemporalAligner:
         ``anchor``: the factor this frame's own scale measurement says ``depth`` should be
         multiplied by (this frame's estimate / the filtered scale applied to it; 1.0 for a
         scale that is not estimated), or None when this frame measured none: the alignment
-        is pulled towards it, and carried unchanged through frames without one."""
+        is pulled towards it, and carried unchanged through frames without one. ``gap``
+        (log; with ``anchor`` None): a measurement made on an earlier frame of this epoch,
+        given as how far the output is from it now (a keyframe's, measured off the frame
+        path: :mod:`.camera_motion` knows what was published on the keyframe and what has
+        been pulled since)."""
         why = self._reset_reason(t, pose, depth, k, unit)
         if why:
             return self._restart(t, pose, depth, k, unit, why)
@@ -157,25 +168,32 @@ class TemporalAligner:
         blend, w_prev = blend_weights(residual, held, float(np.median(np.abs(sample - offset))))
         fused = np.where(blend, w_prev * moved + (1.0 - w_prev) * new, new)
         # ... then the whole output pulled towards this frame's own scale measurement (anchored).
-        gap = math.log(anchor) - offset if anchor is not None and anchor > 0 and \
-            math.isfinite(anchor) else None
-        correction = self._anchor_correction(t, gap)
+        late = anchor is None and gap is not None
+        if anchor is not None:
+            gap = math.log(anchor) - offset if anchor > 0 and math.isfinite(anchor) else None
+        correction = self._anchor_correction(t, gap, late)
         if correction:
             fused *= np.float32(math.exp(correction))
+            self.pulled += correction
         ratio = math.exp(offset + correction)
         self._store(t, pose, fused, k, unit, np.where(blend, held + 1.0, 1.0))
         share = float(np.count_nonzero(w_prev > 0)) / valid_count
         return fused.astype(np.float32), Alignment(True, fused_share=share, scale_ratio=ratio,
-                                                    gap=gap)
+                                                    gap=gap, epoch=self.epoch,
+                                                    pulled=self.pulled)
 
-    def _anchor_correction(self, t: float, gap: float | None) -> float:
+    def _anchor_correction(self, t: float, gap: float | None, late: bool = False) -> float:
         """The log correction towards this frame's own scale measurement, ``gap`` (log) from
         the alignment's offset (0 without one): the pull of :data:`ANCHOR_TIME_S`, or all of it
         while the two have agreed to within :data:`WARP_NOISE` (what the warp and the poses
-        alone drift by: the past is no better than the frame there)."""
-        if gap is None:
+        alone drift by: the past is no better than the frame there). ``late``: the gap is a
+        keyframe's measurement landed on a later frame, pulled over the time since the last
+        one pulled (the same pull per second whichever frames they land on)."""
+        if gap is None or not math.isfinite(gap):
             return 0.0
-        pull = 1.0 - math.exp(-max(t - self._t, 0.0) / ANCHOR_TIME_S)
+        since = self._anchored_t if late and self._anchored_t is not None else self._t
+        self._anchored_t = t
+        pull = 1.0 - math.exp(-max(t - since, 0.0) / ANCHOR_TIME_S)
         gap = min(max(gap, -MAX_ANCHOR_STEP), MAX_ANCHOR_STEP)
         # The mean square disagreement, over the same time constant.
         self._gap2 = gap * gap if self._gap2 is None else self._gap2 + pull * (
@@ -207,12 +225,11 @@ class TemporalAligner:
 
     def _restart(self, t: float, pose: np.ndarray | None, depth: np.ndarray, k: Intrinsics,
                  unit: DepthUnit | None, reason: str) -> tuple[np.ndarray, Alignment]:
-        self._gap2 = None
-        if pose is None:
-            self.reset()
-        else:
+        self.reset()
+        if pose is not None:
             self._store(t, pose, depth, k, unit, np.ones(depth.shape, np.float32))
-        return depth, Alignment(False, reason)
+            self._anchored_t = t  # the output starts at this frame's own scale
+        return depth, Alignment(False, reason, epoch=self.epoch)
 
     def _store(self, t: float, pose: np.ndarray, depth: np.ndarray, k: Intrinsics,
                unit: DepthUnit | None, weight: np.ndarray) -> None:

@@ -6,6 +6,7 @@ registered metric depth image (each an :class:`Estimate`, or none with the reaso
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -45,6 +46,15 @@ class Estimate:
     clock_offset: float | None = None  # motion: the pose clock's offset measured (s)
     # motion's scale map: log correction over the view (median 0) on the estimate's grid
     correction: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # the map itself (``core.motion.scale_map.ScaleMap``): read on a later frame's own depth
+    scale_map: Any = field(default=None, repr=False, compare=False)
+
+    def correction_for(self, relative: np.ndarray) -> np.ndarray | None:
+        """The log correction of the view for the frame of ``relative`` depth: the
+        estimate's own (its frame's), else its map read on that depth; None without one."""
+        if self.correction is not None and self.correction.shape == relative.shape:
+            return self.correction
+        return None if self.scale_map is None else self.scale_map.correction(relative)
 
 
 DISAGREE_SIGMAS = 3.0  # two measurements of one scale farther apart than this many standard

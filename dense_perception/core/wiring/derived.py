@@ -79,13 +79,16 @@ def scale_config(settings: Settings, per_frame: bool = False,
     return config if camera_height is None else replace(config, camera_height=camera_height)
 
 
-def motion_config(settings: Settings) -> MotionConfig:
-    """The camera's motion settings: temporal alignment, the motion scale and its clock."""
+def motion_config(settings: Settings, realtime: bool = False) -> MotionConfig:
+    """The camera's motion settings: temporal alignment, the motion scale and its clock.
+    ``realtime`` (the node): a frame never waits for a keyframe's measurement (offline, each
+    lands on the next keyframe, so a run is the same on any machine)."""
     return MotionConfig(temporal_alignment=settings.temporal_alignment,
                         min_baseline=settings.motion_scale_min_baseline,
                         scale_map=settings.motion_scale_map,
                         clock_offset=settings.pose_clock_offset,
-                        max_translation=settings.temporal_max_translation)
+                        max_translation=settings.temporal_max_translation,
+                        wait_for_keyframes=not realtime)
 
 
 def backend_config(settings: Settings) -> BackendConfig:
@@ -277,7 +280,8 @@ def node_setup(settings: Settings, spec: ModelSpec, confidence_note: str = "") -
         problem = f"{units}. {NODE_FIX}" if units else ""
     # the rules of this module first, then those of the parts they name
     where = node_where(spec)
-    motion, span, scale = motion_config(settings), reference_span(settings), scale_config(settings)
+    motion, span = motion_config(settings, realtime=True), reference_span(settings)
+    scale = scale_config(settings)
     outputs = tuple(group.name for group in OUTPUT_GROUPS.values()
                     if publishes(settings, group))
     # the note on the default filter is said at INFO only: the user asked for nothing

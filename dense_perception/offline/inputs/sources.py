@@ -57,7 +57,7 @@ class OfflineInput:
         self.session, self.path, self.timer = session, path, timer
         self.track = CameraTrack(track)  # its camera's scale filter and motion state
         self.summary: dict[str, Any] = {}  # what summary.json says about the input
-        self._cleanup: list[Callable[[], None]] = []
+        self._cleanup: list[Callable[[], None]] = [self.track.close]
 
     def events(self) -> Iterable[Frame | Copy]:
         """The frame loop's events, in order."""
@@ -241,6 +241,7 @@ class BagInput(OfflineInput):
         cameras[0].track = self.track
         for cam in cameras[1:]:
             cam.track = CameraTrack(track)
+            self._cleanup.append(cam.track.close)
         if len(cameras) == 1:
             self.summary.update(topic=cameras[0].topic, camera_info_topic=cameras[0].info_note,
                                 camera_infos=cameras[0].info_index.count)
