@@ -34,6 +34,11 @@ camera's ``DepthScaler`` by its :class:`~dense_perception.core.camera_track.Came
 * ``temporal_alignment`` (setting, default on): the published depth is the current frame's
   fused with the previous output moved into the new view (:mod:`.temporal`); it acts only on
   frames with a pose.
+* the motion scale's measurement (two flows, the clock offset, the scale map) runs off the
+  frame path, in a worker thread per camera (:mod:`.keyframes`): the node's frames never wait
+  for it (the newest frame wins the worker; a measurement lands on a later frame), offline
+  each frame's measurement lands on its own frame (the same output on any machine).
+  ``track.close()`` stops the worker.
 * ``motion.reset()``: forget the past (a new sequence, time going back).
 
 **Flicker** (:func:`.warp.tae`): ``tae(depth_a, depth_b, k, a_to_b)``: frame a's depth moved by the
