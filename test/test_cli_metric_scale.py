@@ -79,7 +79,7 @@ def test_ground_plane_from_camera_height(tmp_path, capsys, scene, s):
     assert np.abs(floor @ scene.down() / scene.height - 1).max() < 0.03
     summary = json.loads((out / "summary.json").read_text())
     assert summary["depth"]["units"] == "metres (scale from ground_plane)"
-    assert summary["depth"]["scale_per_frame"][0] == pytest.approx(s, rel=0.03)
+    assert summary["depth"]["frames"][0]["scale"] == pytest.approx(s, rel=0.03)
 
 
 def write_reference_bag(path, frames, rng, reference_offset_ns=0, referenced=None):
@@ -153,8 +153,9 @@ def test_bag_without_reference_withholds_depth_and_points(tmp_path, capsys):
     assert "/cam/depth/image" not in messages and "/cam/points" not in messages
     assert len(messages["/cam/depth/colored"]) == 2
     summary = json.loads((out / "summary.json").read_text())["depth"]
-    assert summary["frames_withheld"] == 2 and summary["scale_per_frame"] == [None, None]
-    assert summary["no_estimate_reasons"] == {"no reference depth for this frame": 2}
+    assert summary["frames_withheld"] == 2
+    assert [f["scale"] for f in summary["frames"]] == [None, None]
+    assert summary["withheld_by_reason"] == {"no reference depth for this frame": 2}
 
 
 def conversions_array(msg):
@@ -186,7 +187,7 @@ def test_a_folder_of_photos_gives_each_its_own_scale(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())["depth"]
     assert summary["scale_filter"] == "none: each image its own estimate"
     assert summary["frames_withheld"] == 1 and summary["frames_metric"] == 2
-    scales = summary["scale_per_frame"]
+    scales = [f["scale"] for f in summary["frames"]]
     assert scales[0] == pytest.approx(0.9, rel=0.01) and scales[1] is None
     assert scales[2] == pytest.approx(0.6, rel=0.01)
 
@@ -211,7 +212,7 @@ def test_a_bags_held_scale_expires(tmp_path, capsys):
         1000, 1001, 1002, 1003]
     summary = json.loads((out / "summary.json").read_text())["depth"]
     assert summary["frames_withheld"] == 2
-    assert [s is not None for s in summary["scale_per_frame"]] == [True] * 4 + [False] * 2
+    assert [f["scale"] is not None for f in summary["frames"]] == [True] * 4 + [False] * 2
 
 
 # ---- the node's CameraInfo rule offline; a guessed camera never enters the filter -------------
@@ -247,7 +248,7 @@ def write_late_camera_info_bag(path, frames=20, info_delay_ns=5_000_000):
 def test_camera_info_stamped_after_its_image_is_the_nodes_rule(tmp_path, capsys):
     """CameraInfo stamped 5 ms after each image: within the default --camera-info-slop (the
     node's 0.05 s), every frame has the real lens and the right scale. (With no slop the first
-    frame got the guess, and scale_per_frame read 1.73x, then 1.32x for 16 frames, then 1.0.)
+    frame got the guess, and the frames' scales read 1.73x, then 1.32x for 16 frames, then 1.0.)
     With --camera-info-slop 0 the first frame is the guess: published with its own scale,
     counted in the summary, and it never enters the filter of the real lens."""
     src = tmp_path / "in"
@@ -262,7 +263,7 @@ def test_camera_info_stamped_after_its_image_is_the_nodes_rule(tmp_path, capsys)
                                               ["--camera-info-slop", slop])], capsys)
         assert code == 0, stderr
         summary = json.loads((out / "summary.json").read_text())
-        scales[slop] = np.array(summary["depth"]["scale_per_frame"]) / WIDE_S
+        scales[slop] = np.array([f["scale"] for f in summary["depth"]["frames"]]) / WIDE_S
         if slop == "default":  # no 1.73x, no run of 1.32x: the real lens from the first frame
             assert np.abs(scales[slop] - 1).max() < 0.01, np.round(scales[slop], 3)
         messages, _ = read_bag(out)

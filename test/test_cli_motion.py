@@ -159,9 +159,10 @@ def test_real_sequence_motion_scale_gives_steady_metres(tmp_path, capsys):
     assert summary["depth"]["source"] == "motion"
     assert summary["depth"]["frames_metric"] == after["frames"]
     # Each published frame's scale with its error: the truth within 2 sigma on 90 %.
-    sigmas = summary["depth"]["sigma_per_frame"]
+    # (each frame's entry: its claimed error as /diagnostics gives it, 2 sigma in %)
+    claimed = [f["error_2sigma_pct"] for f in summary["depth"]["frames"]]
     errors = [np.log(np.nanmedian(published(out)[i] / truths[i])) for i in published(out)]
-    within = [abs(e) <= 2 * sigmas[i] for i, e in zip(published(out), errors)]
+    within = [abs(e) <= claimed[i] / 100 for i, e in zip(published(out), errors)]
     assert np.mean(within) >= 0.9
     # The default bound (2 sigma within 8 %) publishes only what it can vouch for, and says so.
     bounded = tmp_path / "bounded"
@@ -172,7 +173,20 @@ def test_real_sequence_motion_scale_gives_steady_metres(tmp_path, capsys):
     assert kept["frames"] == 0 or kept["max_error"] <= 0.10
     depth = json.loads((bounded / "summary.json").read_text())["depth"]
     assert depth["frames_not_sure_enough"] + kept["frames"] >= 50
-    assert any("exceeds max_scale_error (8 %)" in r for r in depth["no_estimate_reasons"])
+    assert any("exceeds max_scale_error (8 %)" in f["reason"] for f in depth["frames"])
+    # scale.png beside it: one tick per frame along the bottom, green in metres, red withheld
+    picture = cv2.imread(str(bounded / "scale.png"))
+    strip = picture[-8]
+    green = (strip[:, 1] > 150) & (strip[:, 2] < 100)
+    red = (strip[:, 2] > 200) & (strip[:, 1] < 100)
+    runs = [int(np.count_nonzero(np.diff(np.r_[0, m.astype(np.int8)]) == 1))
+            for m in (green, red)]
+    assert runs == [depth["frames_metric"], len(depth["frames"]) - depth["frames_metric"]]
+    # tallied by kind: the numbers are in each frame's reason, not in the key
+    assert any(kind.startswith("the scale's error bound exceeds max_scale_error")
+               for kind in depth["withheld_by_reason"])
+    assert not any(ch.isdigit() for kind in depth["withheld_by_reason"] for ch in kind
+                   if kind.startswith("the scale's error bound"))
 
 
 @real
@@ -195,10 +209,20 @@ def test_real_sequence_with_a_world_to_camera_trajectory_gives_no_metres_and_say
     folder.mkdir()
     for i in range(60):
         (folder / f"frame-{i:06d}.color.jpg").symlink_to(SEVEN / f"frame-{i:06d}.color.jpg")
-    code, _, stderr = run(["process", folder, *COMMAND, "--out", out, "--poses", wrong,
-                           "--depth-scale-source", "motion"], capsys)
+    code, stdout, stderr = run(["process", folder, *COMMAND, "--out", out, "--poses", wrong,
+                                "--depth-scale-source", "motion"], capsys)
     assert code == 0, stderr
     depth = json.loads((out / "summary.json").read_text())["depth"]
     assert depth["frames_metric"] == 0
-    reasons = " ".join(depth["no_estimate_reasons"])
+    reasons = " ".join(f["reason"] for f in depth["frames"])
     assert "does not fit the camera motion" in reasons and "camera-to-world" in reasons
+    # The run's last line says so plainly, with the reasons counted by kind ...
+    last = stdout.strip().splitlines()[-1]
+    assert "depth: no frame came out in metres (depth_scale_source motion)" in last, stdout
+    assert "does not fit the camera motion" in last
+    assert sum(depth["withheld_by_reason"].values()) == 60 == len(depth["frames"])
+    # ... and a script that needs the metres gets a failing exit status.
+    code, _, stderr = run(["process", folder, *COMMAND, "--out", tmp_path / "required",
+                           "--poses", wrong, "--depth-scale-source", "motion",
+                           "--require-metres"], capsys)
+    assert code == 2 and "no frame came out in metres" in stderr, stderr

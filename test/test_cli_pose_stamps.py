@@ -83,7 +83,8 @@ def test_stamp_named_frames_run_in_time_order_with_their_own_poses(tmp_path, cap
     expected = json.loads((ref / "summary.json").read_text())
     assert summary["motion"] == {"frames_with_motion": 100, "frames_without_motion": {}}
     # The scale filter saw the frames in the same order, with the same poses and time steps.
-    scales, ref_scales = summary["depth"]["scale_per_frame"], expected["depth"]["scale_per_frame"]
+    scales = [f["scale"] for f in summary["depth"]["frames"]]
+    ref_scales = [f["scale"] for f in expected["depth"]["frames"]]
     assert [s is None for s in scales] == [s is None for s in ref_scales]
     assert [s for s in scales if s is not None] == pytest.approx(
         [s for s in ref_scales if s is not None], rel=1e-4)

@@ -137,6 +137,23 @@ def test_every_offline_command_in_the_docs_parses_with_the_real_command_line():
             pytest.fail(f"{page}: dense-perception {line}: the parser refuses it")
 
 
+def test_every_process_flag_is_named_in_the_offline_page():
+    """Each flag of ``dense-perception process`` (the settings table's and the command's own)
+    is named in docs/offline-and-fleet.md: a new flag cannot go undocumented there. A flag with
+    a ``--no-`` form counts when either form is named."""
+    import argparse
+    from dense_perception.offline.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    page = (REPO / "docs" / "offline-and-fleet.md").read_text()
+    named = set(re.findall(r"--[a-z][a-z0-9-]*", page))
+    flags = [[o for o in a.option_strings if o.startswith("--")]
+             for a in sub.choices["process"]._actions if a.help != argparse.SUPPRESS]
+    flags = [f for f in flags if f and f != ["--help"]]
+    assert len(flags) >= 60
+    missing = [f[0] for f in flags if not named.intersection(f)]
+    assert not missing, f"docs/offline-and-fleet.md names none of: {', '.join(missing)}"
+
+
 def test_every_make_target_and_launch_argument_in_the_docs_exists():
     targets = set(re.findall(r"^([a-z0-9][a-z0-9-]*):", (REPO / "Makefile").read_text(), re.M))
     for page, line in _command_lines("make"):

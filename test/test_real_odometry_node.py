@@ -149,6 +149,9 @@ def test_real_frames_have_their_motion_whatever_the_odometrys_rate_or_delay(
                                  timeout=30)
     # The scale's error and the pose clock's offset are reported over DDS.
     assert "depth scale error, 2 sigma (%)" in values and "pose clock offset (ms)" in values
+    # The frames in metres so far, of those finished, and the withheld ones by kind of reason.
+    assert values["frames in metres"] == f"{len(published)} of {len(taken)}"
+    assert len(published) == len(taken) or " x " in values["frames withheld, by reason"]
 
     flowing = [f for f in taken if f[2] != "no odometry received yet"]
     posed = [f for f in flowing if f[1] is not None]

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     # The node's settings, from the one table (defaults, choices and ranges the node's).
     add_setting_arguments(p, add_scale_arguments(p))
     p.add_argument("--max-frames", type=int, default=0, help="stop after N frames (0 = all)")
+    p.add_argument("--require-metres", action="store_true", help="exit 2 when a depth scale "
+                   "was to be estimated (--depth-scale-source, or a metric model checked by "
+                   "one) and no frame came out in metres: for scripts that need the metres")
     files = p.add_argument_group("image and video input")
     files.add_argument("--camera-info-yaml", metavar="FILE", help="the camera's calibration, "
                        "as camera_calibration writes it and camera_info_manager reads it "

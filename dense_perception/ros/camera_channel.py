@@ -21,6 +21,7 @@ from ..core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
 from ..core.camera_track import CameraTrack
 from ..core.motion.camera_motion import motion_diagnostics
 from ..core.scale.metric_scale import fixed_scale_report, scale_diagnostics
+from ..core.scale.scale_tally import ScaleTally
 from ..core.wiring.derived import CameraSetup
 from ..core.timing import RateMeter
 from .camera_input import CameraInput
@@ -55,6 +56,8 @@ class CameraChannel:
         self.track = CameraTrack(setup.track)
         self.pose_note = "-"  # why the last frame had no pose ("" when it had one)
         self.posed, self.unposed = 0, {}  # frames with a pose; without one, by kind of reason
+        self.scales = ScaleTally()  # frames in metres, and the withheld by kind of reason
+        self.scales.keep = False    # counts only: a node runs for days
         self.setup = setup  # the configuration in force (runtime changes: :meth:`configure`)
         self.camera_infos: CameraInfoHistory[CameraInfo] = CameraInfoHistory(CAMERA_INFO_HISTORY)
         self.in_rate, self.out_rate = RateMeter(), RateMeter()
@@ -146,6 +149,11 @@ class CameraChannel:
             config = scaler.config  # the settings in force: the next frame's
             values["depth scale filter"] = (f"time constant {config.time_constant:g} s, max "
                                             f"age {config.max_age:g} s")
+            tally = self.scales
+            values["frames in metres"] = f"{tally.metric} of {tally.frames}"
+            values["frames withheld, by reason"] = "; ".join(
+                f"{n} x {kind}" for kind, n in sorted(tally.withheld.items(),
+                                                     key=lambda kv: -kv[1])[:5]) or "0"
         values.update(motion_diagnostics(self.track.motion.last))
         values["camera pose note"] = self.pose_note or "-"
         if self.odometry is not None:

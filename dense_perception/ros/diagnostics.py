@@ -123,7 +123,7 @@ def stall_periods(stats: FrameStats, frame_ms: float | None, now: float,
     return stalled, stalled * 1000.0 / period_ms, period_ms
 
 
-def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
+def health(stats: FrameStats, frame_ms: float | None,
            scale_warning: str = "", now: float | None = None,
            expected_frame_ms: float | None = None, turns: int = 1) -> tuple[bytes, str]:
     """Diagnostic level and summary message; ``frame_ms`` is the mean time to handle a frame.
@@ -160,8 +160,6 @@ def health(stats: FrameStats, frame_ms: float | None, backend_note: str = "",
         return DiagnosticStatus.WARN, f"point cloud geometry is a guess ({stats.camera_info})"
     if stats.camera_note:
         return DiagnosticStatus.WARN, f"point cloud geometry is approximate ({stats.camera_note})"
-    if backend_note:
-        return DiagnosticStatus.WARN, backend_note + " (set backend: cpu to make it the plan)"
     if stats.ignored_settings:
         names = ", ".join(why.split(" ", 1)[0] for why in stats.ignored_settings)
         return DiagnosticStatus.WARN, f"settings ignored here: {names} (see 'ignored settings')"
@@ -194,7 +192,9 @@ def build_diagnostics(*, name: str, stamp, backend: str, model_kind: str, model_
     """
     frame_ms = sum(stages[s].mean_ms for s in STAGES if s in stages)
     now = time.monotonic()
-    level, message = health(stats, frame_ms, backend_note, depth_scale[1], now,
+    # The backend note ('auto' found no GPU it should use and runs on the CPU, as it is meant
+    # to: a CPU-only robot is well) is in the values, not a warning.
+    level, message = health(stats, frame_ms, depth_scale[1], now,
                             expected_frame_ms, turns)
     if state:
         message = f"{state}: {message}"

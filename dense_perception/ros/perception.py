@@ -267,6 +267,7 @@ class Perception:
         products = channel.track.finish(item.pipeline, item.raw, stamp, reference=reference,
                                         **motion)
         stats.computed = products.computed()
+        channel.scales.add(products.scale)
         if products.scale is not None and products.scale.restarted:
             self._node.get_logger().info(f"{where}{RESTARTED}")
         if products.scale is not None and products.scale.reason and scaler is not None:

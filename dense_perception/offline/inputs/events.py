@@ -63,7 +63,10 @@ class FolderTarget(Target):
 
     def close(self, summary: dict[str, Any]) -> None:
         from .file_io import write_json
+        from .scale_plot import write_scale_plot
         summary["files"] = dict(self.sink.counts)
+        plot = write_scale_plot(self.sink.root, summary)
+        summary["scale_plot"] = None if plot is None else plot.name
         write_json(self.sink.root / "summary.json", summary)
 
 
@@ -103,5 +106,8 @@ class BagTarget(Target):
         try:
             self.out.close()
         finally:
+            from .scale_plot import write_scale_plot
             summary["messages"] = dict(sorted(self.out.counts.items()))
+            plot = write_scale_plot(self.out.path, summary)
+            summary["scale_plot"] = None if plot is None else plot.name
             write_json(self.out.path / "summary.json", summary)

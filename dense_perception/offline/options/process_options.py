@@ -56,6 +56,7 @@ class ProcessOptions:
     odometry_topic: str | None = _output()   # --odometry-topic: the robot's motion (a bag)
     poses: str | None = _output()            # --poses: a TUM trajectory (images, videos)
     verbose: bool = False
+    require_metres: bool = False             # exit 2 when no frame came out in metres
     inputs_from: str | None = None
     force: bool = False
     ray: str | None = None                   # None: no Ray; '': a local instance; an address
@@ -94,6 +95,7 @@ class ProcessOptions:
                    out_namespace=args.out_namespace, bag_format=args.bag_format or "mcap",
                    compressed=args.compressed or "off", copy=args.copy or "all",
                    reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
+                   require_metres=getattr(args, "require_metres", False),
                    odometry_topic=args.odometry_topic,
                    poses=getattr(args, "poses", None),
                    inputs_from=args.inputs_from, force=args.force, ray=ray,

@@ -63,13 +63,15 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
                after_frame: Callable[[int], None] | None, summary: dict[str, Any],
                track_of: Callable[[Frame], CameraTrack], *,
                progress: Callable[[int], None] | None = None,
-               quiet: bool = False, overlap: bool = True) -> int:
+               quiet: bool = False, overlap: bool = True, require_metres: bool = False) -> int:
     """Run every event through the pipeline into ``target``, close it (writing summary.json
     from ``summary``) and return the exit status.
 
     ``progress(n)`` (many inputs) is told of every frame instead of this run's own bar;
     ``quiet`` leaves the closing line and error to the caller (they are in ``summary``);
-    ``overlap=False`` runs each frame's stages one after another (one core's worth of work).
+    ``overlap=False`` runs each frame's stages one after another (one core's worth of work);
+    ``require_metres``: a run whose scale was to be estimated and that gave no frame in metres
+    exits :data:`EXIT_ERROR`.
     ``track_of(frame)``: the track of the camera the frame came from (its scale filter and
     motion state; frames with poses carry them in ``Frame.pose``).
     """
@@ -106,7 +108,8 @@ def run_frames(pipeline: DensePipeline, request: Request, events: Iterable[Frame
         _close_run(writer, summary, total, time.monotonic() - started,
                    interrupted or stop.requested, error)
         _close_events(iterator)
-    return _exit_status(summary, writer.stats, error, interrupted or stop.requested, quiet)
+    return _exit_status(summary, writer, error, interrupted or stop.requested, quiet,
+                        require_metres)
 
 
 class _FrameWriter:
@@ -131,7 +134,7 @@ class _FrameWriter:
     def write(self, frame: Frame, raw: Any) -> None:
         products = self.track_of(frame).finish(self.pipeline, raw, frame.time,
                                                pose=frame.pose, reference=frame.reference)
-        self.scales.add(products.scale)
+        self.scales.add(products.scale, frame.stem, frame.time)
         with self.pipeline.timer.stage("write"):
             self.target.frame(frame, products)
         for key, skip in skipped(products).items():
@@ -192,16 +195,17 @@ def _close_run(writer: _FrameWriter, summary: dict[str, Any], total: int | None,
         _restore_sigint(previous)
 
 
-def _exit_status(summary: dict[str, Any], stats: RunStats, error: Exception | None,
-                 interrupted: bool, quiet: bool) -> int:
-    """The run's exit status; unless ``quiet``, its closing line or error on the console."""
-    out = summary["output"]
+def _exit_status(summary: dict[str, Any], writer: _FrameWriter, error: Exception | None,
+                 interrupted: bool, quiet: bool, require_metres: bool = False) -> int:
+    """The run's exit status; unless ``quiet``, its closing lines or error on the console."""
+    out, stats, scales = summary["output"], writer.stats, writer.scales
     never = _never_made(stats)
+    no_metres = require_metres and scales.estimated() and not scales.metric
     if quiet:
         if error is not None and not is_user_error(error):
             raise error
         return EXIT_INTERRUPTED if interrupted else EXIT_ERROR if error is not None or never or (
-            stats.frames == 0 and stats.rejected) else EXIT_OK
+            stats.frames == 0 and stats.rejected) or no_metres else EXIT_OK
     if interrupted:
         print(f"{PROG}: interrupted after {stats.frames} frames; {out} is closed and holds "
               f"them", file=sys.stderr)
@@ -221,6 +225,13 @@ def _exit_status(summary: dict[str, Any], stats: RunStats, error: Exception | No
                                   stats.skipped_products.items()) + ")"
     print(f"{PROG}: {stats.frames} frames{extra} in {summary['seconds']:.1f} s "
           f"({fps:.2f} fps) -> {out}", flush=True)
+    said = scales.closing_line()
+    if said:  # what came out of an estimated scale, the last line a user reads
+        print(f"{PROG}: depth: {said}", flush=True)
+    if no_metres:
+        console.error("no frame came out in metres and --require-metres was given (why: "
+                      "summary.json's depth.withheld_by_reason)")
+        return EXIT_ERROR
     if never:
         # A product asked for and made on no frame is a failed run, not a warning to scroll past.
         console.error("; ".join(never) + f" (the other products are in {out})")

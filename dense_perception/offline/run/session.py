@@ -148,7 +148,8 @@ class ModelSession:
                       f"{source.description} -> {out_path}", flush=True)
             code = run_frames(pipeline, plan.request, events, target, total, max_frames,
                               after_frame, summary, source.track_of(), progress=progress,
-                              quiet=quiet, overlap=self.overlap)
+                              quiet=quiet, overlap=self.overlap,
+                              require_metres=plan.options.require_metres)
             return code, summary
         finally:
             source.close()
