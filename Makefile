@@ -223,6 +223,7 @@ bench: torch-env
 	$(MAKE) --no-print-directory bench-host bench-menu bench-pi
 	$(PY) -m tools.bench.motion --model "DA3 at 504=$(BENCH_MODELS)/menu/da3_cpu_280x504_fp32.tflite" \
 	  --model "TIPSv2=$(BENCH_MODELS)/tipsv2_class.tflite"
+	$(PY) -m tools.bench.motion_node
 
 # The camera-motion stages in the emulated arm64 userland of test-arm64 and on this machine's
 # x86_64 under the same qemu-user, side by side: emulated wall time means nothing, their ratio

@@ -127,3 +127,31 @@ def test_process_publishes_the_same_depth_under_any_cpu_load(tmp_path, capsys):
     assert depth["idle"].keys() == depth["loaded"].keys()
     for name, array in depth["idle"].items():
         assert np.array_equal(array, depth["loaded"][name], equal_nan=True), name
+
+
+def test_a_late_measurement_pulls_by_the_time_since_the_last_one():
+    """A keyframe's gap landing on a later frame pulls the output by 1 - exp(-dt / 0.3 s), dt
+    since the last frame a measurement pulled (not since the previous frame): the same pull
+    per second whichever frames the measurements land on; the pulls are summed for the
+    ledger (``pulled``)."""
+    import math
+    from dense_perception.core.motion.temporal import DepthUnit, TemporalAligner
+    aligner = TemporalAligner()
+    depth = np.full((H, W), 2.0, np.float32)
+    pose = pose_matrix([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])  # a still camera
+    unit = DepthUnit("motion", True)
+    out, done = aligner.align(0.0, pose, depth, K, unit, None)
+    assert not done.aligned and done.pulled == 0.0
+    pulled = 0.0
+    # gaps landing at 0.1 s, none at 0.2 s, one at 0.3 s (0.2 s after the last pull)
+    for t, gap, dt in ((0.1, 0.1, 0.1), (0.2, None, None), (0.3, 0.1, 0.2)):
+        out, done = aligner.align(t, pose, depth, K, unit, None, gap=gap)
+        assert done.aligned
+        if gap is None:
+            assert done.pulled == pytest.approx(pulled)
+            continue
+        pull = 1.0 - math.exp(-dt / 0.3)
+        pulled += pull * gap
+        assert done.pulled == pytest.approx(pulled, rel=1e-6)
+        # the still scene: the past carries the earlier pulls, this one adds its own
+        assert float(np.median(out / depth)) == pytest.approx(math.exp(pulled), rel=1e-4)

@@ -152,6 +152,12 @@ def test_real_frames_have_their_motion_whatever_the_odometrys_rate_or_delay(
     # The frames in metres so far, of those finished, and the withheld ones by kind of reason.
     assert values["frames in metres"] == f"{len(published)} of {len(taken)}"
     assert len(published) == len(taken) or " x " in values["frames withheld, by reason"]
+    # The motion scale measured off the frame path, in its own worker: frames it measured
+    # and frames it skipped (busy: the newest wins) are of the posed frames at most.
+    measured = int(values["motion scale frames measured"])
+    skipped = int(values["motion scale frames skipped (worker busy)"])
+    assert measured >= 10 and measured + skipped <= len(taken)
+    assert float(values["motion scale measurement (ms)"]) > 0
 
     flowing = [f for f in taken if f[2] != "no odometry received yet"]
     posed = [f for f in flowing if f[1] is not None]

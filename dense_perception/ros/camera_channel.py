@@ -154,7 +154,7 @@ class CameraChannel:
             values["frames withheld, by reason"] = "; ".join(
                 f"{n} x {kind}" for kind, n in sorted(tally.withheld.items(),
                                                      key=lambda kv: -kv[1])[:5]) or "0"
-        values.update(motion_diagnostics(self.track.motion.last))
+        values.update(motion_diagnostics(self.track.motion.last, self.track.motion))
         values["camera pose note"] = self.pose_note or "-"
         if self.odometry is not None:
             values["frames with camera pose"] = str(self.posed)

@@ -70,11 +70,16 @@ class MotionReport:
         return None if self.pair is None else tae(*self.pair)
 
 
-def motion_diagnostics(report: MotionReport | None) -> dict[str, str]:
-    """Key/value strings for /diagnostics (empty without a report)."""
+def motion_diagnostics(report: MotionReport | None, motion: Any = None) -> dict[str, str]:
+    """Key/value strings for /diagnostics (empty without a report); with the camera's
+    ``motion`` (:class:`CameraMotion`), its keyframe worker's figures too."""
     if report is None:
         return {}
-    return {"camera pose": "yes" if report.has_pose else "no",
+    worker = {} if motion is None or not motion.keyframes.measured else {
+        "motion scale measurement (ms)": f"{motion.keyframes.last_ms:.1f}",
+        "motion scale frames measured": str(motion.keyframes.measured),
+        "motion scale frames skipped (worker busy)": str(motion.keyframes.dropped)}
+    return {**worker, "camera pose": "yes" if report.has_pose else "no",
             "temporal alignment": "aligned" if report.aligned else (report.reason or "off"),
             "temporal fused share": f"{report.fused_share:.2f}",
             "temporal TAE": "-" if report.tae is None else f"{report.tae:.4f}"}

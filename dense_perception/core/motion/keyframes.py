@@ -27,6 +27,7 @@ output has been carried since (:mod:`.camera_motion`).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +76,8 @@ class KeyframeWorker:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.dropped = 0  # keyframes replaced before the worker took them (newest wins)
+        self.measured = 0  # keyframes measured
+        self.last_ms: float | None = None  # the last measurement's time (the worker's)
 
     def keyframe(self, t: float) -> bool:
         """Whether the posed frame stamped ``t`` is a keyframe (then it is the last one)."""
@@ -143,6 +146,7 @@ class KeyframeWorker:
                     return
                 job, self._waiting, self._busy = self._waiting, None, True
                 epoch, reset, self._reset_due = self._epoch, self._reset_due, False
+            started = time.perf_counter()
             try:
                 if reset:
                     self.scale.reset_measures()
@@ -151,6 +155,8 @@ class KeyframeWorker:
                 estimate = Estimate(None, reason=f"the motion scale failed: {error}")
             with self._lock:
                 self._busy = False
+                self.measured += 1
+                self.last_ms = 1000.0 * (time.perf_counter() - started)
                 if epoch == self._epoch:
                     self._done = Measured(job.serial, job.pair.t, estimate, epoch)
                 self._lock.notify_all()
