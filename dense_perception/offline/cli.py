@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show what LiteRT prints while loading")
     i.set_defaults(func=cmd_info)
 
+    from .play import add_play_parser  # rclpy is imported only when it plays
+    add_play_parser(sub)
+
     from ..export.export_da3 import add_export_da3_parser  # torch is imported only when it runs
     add_export_da3_parser(sub)
     return parser
