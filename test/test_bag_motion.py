@@ -119,3 +119,35 @@ def test_a_set_up_that_cannot_give_motion_is_refused_in_one_line(tmp_path, capsy
     assert words in err, err
     assert not out.exists()
 
+
+
+def test_the_output_bag_records_each_frames_status_and_the_odometry_as_tf(tmp_path, capsys):
+    """The output bag carries the run: /diagnostics per frame (stamped as its image, the keys
+    the node's /diagnostics use) and /tf from every odometry message copied (odom ->
+    base_link, the odometry's own pose), beside the copied /tf_static mounting: a viewer
+    replaying it accumulates the clouds in odom."""
+    odometry = driving(-0.1, 1.0)
+    bag = write_motion_bag(tmp_path / "b", [0.2, 0.4, 0.6], odometry)
+    code, err, summary, out = run(tmp_path, capsys, bag, "--odometry-topic", "/odom")
+    assert code == 0, err
+    messages, types = read_bag(out)
+    assert types["/diagnostics"] == "diagnostic_msgs/msg/DiagnosticArray"
+    images = [m for _, m in messages["/cam/image_raw"]]
+    statuses = [m for _, m in messages["/diagnostics"]]
+    assert len(statuses) == len(images) == 3
+    for image, array in zip(images, statuses):
+        assert (array.header.stamp.sec, array.header.stamp.nanosec) == \
+            (image.header.stamp.sec, image.header.stamp.nanosec)
+        values = {kv.key: kv.value for kv in array.status[0].values}
+        assert array.status[0].hardware_id == "cam_optical"
+        assert values["depth units"] == "metres (metric model)"
+        assert values["camera pose"] == "yes"
+    tf = [m for _, m in messages["/tf"]]
+    odom = [m for _, m in messages["/odom"]]
+    assert len(tf) == len(odom) == len(odometry)
+    for transforms, o in zip(tf, odom):
+        t = transforms.transforms[0]
+        assert (t.header.frame_id, t.child_frame_id) == ("odom", "base_link")
+        assert t.transform.translation.x == o.pose.pose.position.x
+        assert t.transform.rotation.w == o.pose.pose.orientation.w
+    assert "/tf_static" in messages  # the mounting, copied

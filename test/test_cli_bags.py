@@ -52,7 +52,8 @@ def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
         f"{ns}/depth/colored": bag_io.IMAGE, f"{ns}/normals/image": bag_io.IMAGE,
         f"{ns}/normals/colored": bag_io.IMAGE, f"{ns}/segmentation/labels": bag_io.IMAGE,
         f"{ns}/segmentation/colored": bag_io.IMAGE, f"{ns}/segmentation/classes": bag_io.STRING,
-        f"{ns}/segmentation/confidence": bag_io.IMAGE, f"{ns}/points": bag_io.POINT_CLOUD2}
+        f"{ns}/segmentation/confidence": bag_io.IMAGE, f"{ns}/points": bag_io.POINT_CLOUD2,
+        "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray"}  # the run's, one per frame
     assert types == expected_types
     for topic in expected_types:
         assert len(msgs[topic]) == (1 if topic.endswith("classes") else 4), topic
@@ -119,7 +120,8 @@ def test_compressed_topic_16uc1_depth_and_output_subset(tmp_path, capsys):
     msgs, types = read_bag(out)
     assert set(types) == {"/cam/depth/image", "/cam/depth/camera_info", "/cam/depth/colored",
                           "/cam/segmentation/labels", "/cam/segmentation/colored",
-                          "/cam/segmentation/classes", "/cam/segmentation/confidence"}
+                          "/cam/segmentation/classes", "/cam/segmentation/confidence",
+                          "/diagnostics"}
     for i in range(3):
         depth_msg = msgs["/cam/depth/image"][i][1]
         assert depth_msg.encoding == "16UC1"
@@ -139,7 +141,7 @@ def test_bag_file_input_without_camera_info_guesses_and_says_so(tmp_path, capsys
     assert code == 0
     assert "no CameraInfo" in stderr and "60 deg pinhole guess" in stderr
     msgs, types = read_bag(out)
-    assert set(types) == {"/cam/image_raw", "/dense/points"}
+    assert set(types) == {"/cam/image_raw", "/dense/points", "/diagnostics"}
     assert json.loads((out / "summary.json").read_text())["guessed_intrinsics_frames"] == 2
 
 

@@ -323,10 +323,10 @@ class BagOutput:
         self.closed = False
 
     def add(self, topic: str, msgtype: str, qos: list[Qos] | None = None) -> Any:
-        conn = self._writer.add_connection(topic, msgtype, typestore=TYPESTORE,
-                                           offered_qos_profiles=qos or [])
-        self._by_topic[topic] = conn
-        self.counts[topic] = 0
+        conn = next((c for c in self._writer.connections if c.topic == topic  # a copied one
+                     and c.msgtype == msgtype), None) or self._writer.add_connection(
+            topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=qos or [])
+        self._by_topic[topic], self.counts[topic] = conn, self.counts.get(topic, 0)
         return conn
 
     def copy_connection(self, conn: Any) -> Any | None:

@@ -74,6 +74,7 @@ class BagTarget(Target):
     """A new bag: copied input topics, the node's output topics, and summary.json beside it."""
 
     sink: Any  # bag_io.BagSink, set once the copied connections are in
+    record: Any = None  # bag_record.RunRecord: /diagnostics and /tf of the run
 
     def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:
         self.out = out
@@ -95,11 +96,16 @@ class BagTarget(Target):
             write_frame(frame.camera, products, frame.header, frame.log_time)
         else:
             self.sink.write(products, frame.header, frame.log_time)
+        if self.record is not None:
+            self.record.frame(products, frame.header, frame.log_time,
+                              f": {frame.camera}" if write_frame is not None else "")
 
     def copy(self, item: Copy) -> None:
         conn = self._copy.get(item.conn.id)
         if conn is not None:
             self.out.write_raw(conn, item.log_time, item.data)
+            if self.record is not None:
+                self.record.copied(conn.topic, conn.msgtype, item.data, item.log_time)
 
     def close(self, summary: dict[str, Any]) -> None:
         from .file_io import write_json

@@ -275,6 +275,8 @@ class BagInput(OfflineInput):
                 for cam in self.cameras}
             target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
                 else bag_io.CameraSinks(sinks)
+            from .bag_record import RunRecord
+            target.record = RunRecord(bag_out, session.options.odometry_topic)
             return target
         except BaseException:
             bag_out.close()
