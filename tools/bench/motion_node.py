@@ -88,7 +88,7 @@ def node_run(model: Path, motion: bool, images, truths, poses, calibration: Path
     sent: dict[int, float] = {}
     got: dict[int, tuple[float, np.ndarray]] = {}
     lock = threading.Lock()
-    t0 = time.time() + 1.0  # stamps: when each is sent, as a camera driver's
+    t0 = 0.0  # the first frame's stamp, set once the node is up
 
     def index(msg) -> int:
         return round((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - t0) * IMAGE_HZ)
@@ -105,7 +105,6 @@ def node_run(model: Path, motion: bool, images, truths, poses, calibration: Path
     spinner.start()
     info = load_camera_info_yaml(str(calibration))
     camera_from_base = invert(mounting_matrix(CAMERA_IN_BASE))
-    stamps = [t0 + i / IMAGE_HZ for i in range(len(images))]
     quats = [quaternion_from_rotation(p[:3, :3]) for p in poses]
     messages = [array_to_image(im, "rgb8", player.header()) for im in images]
     try:
@@ -115,6 +114,8 @@ def node_run(model: Path, motion: bool, images, truths, poses, calibration: Path
             if time.monotonic() > deadline or node.proc.poll() is not None:
                 raise RuntimeError("the node did not start:\n" + node.output_tail())
             time.sleep(0.1)
+        t0 = time.time() + 1.0  # stamps: when each is sent, as a camera driver's
+        stamps = [t0 + i / IMAGE_HZ for i in range(len(images))]
         events = sorted([(i / IMAGE_HZ, 0, i) for i in range(len(images))]
                         + [(j / ODOMETRY_HZ, 1, j)
                            for j in range(int(len(images) / IMAGE_HZ * ODOMETRY_HZ))])

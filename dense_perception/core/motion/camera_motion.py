@@ -107,6 +107,9 @@ class _Published:
 
 
 LEDGER_SIZE = 64  # keyframes remembered (a measurement older than this does not land)
+# frames a measurement may take to land in the node (the worker's own pace) before the output
+# counts as carried without one: the landed gaps hold the drift over that lag already
+LANDING_FRAMES = 3
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,8 @@ class CameraMotion:
         self._ledger: dict[int, _Published] = {}  # keyframe serial -> what was published
         self._keyframe: int | None = None     # this frame's serial when it is a keyframe
         self._landed: Measured | None = None  # the measurement that landed on this frame
-        self._due = False  # this frame is a keyframe: a measurement was due on it
+        self._due = False  # a measurement was due on this frame (else: between two)
+        self._waiting = 0  # frames since a measurement last landed (the node's)
         # what frames without a measurement of their own get: the last one's reason (when it
         # found none) and its scale map
         self._between = Estimate(None)
@@ -175,11 +179,13 @@ class CameraMotion:
         if pose is None:
             return Estimate(None, reason="no camera pose for this frame (motion unknown)")
         self.scale.observe(t, pose)
-        self._due = self.keyframes.keyframe(t)
+        keyframe = self._due = self.keyframes.keyframe(t)
         if not self.keyframes.wait:
             self._landed = self.keyframes.collect()  # the latest finished, never waited for
+            self._waiting = 0 if self._landed is not None else self._waiting + 1
+            self._due = self._landed is not None or self._waiting > LANDING_FRAMES
         said = None  # a keyframe without a pair says why at once (no baseline, too fast)
-        if self._due:
+        if keyframe:
             grey = grey_on_grid(raw, products.plan, output_resolution,
                                 (products.width, products.height))
             pair = self.scale.pair(t, pose, grey, observed=True)
@@ -262,8 +268,8 @@ class CameraMotion:
             self._remember(report.scale, self._ratio)
         if scaler is not None and report is not None:
             done = products.motion
-            # between keyframes the output is not carried further: the keyframes' gaps hold
-            # what it drifts by between them
+            # between two measurements due the output is not carried further: their gaps
+            # hold what it drifts by between them
             due = not keyframed or self._due
             sigma = self.output_error.update(done.aligned, done.gap, report.estimate_sigma, due)
             self.last = products.motion = replace(products.motion, output_sigma=sigma)
