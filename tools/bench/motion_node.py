@@ -7,7 +7,8 @@ camera's SfM poses, registered depth: ``7scenes-redkitchen-sfm``) at 30 Hz in re
 robot's odometry at 50 Hz (the poses moved to a base the camera looks forward from,
 interpolated between frames), once with ``depth_scale_source: motion`` and once without a
 scale (the temporal alignment on in both), for each real network. Per run: frames finished
-per second, the latency from publishing the image to receiving its depth (p50, p95), and
+per second (``depth/colored``: every frame finished, in metres or withheld), the latency
+from publishing the image to receiving it (p50, p95), and
 the metres of the same run (frames in metres, the median and largest error of their
 scale against the measured depth). Then ``process`` on the same frames, with and without the
 motion scale: frames per second and the metres. Printed as one markdown table; run:
@@ -28,7 +29,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from dense_perception.core.conversions import image_to_array
+from dense_perception.core.conversions import image_msg_to_array
 from dense_perception.core.motion.clock_offset import pose_at
 from dense_perception.core.motion.odometry import mounting_matrix
 from dense_perception.core.motion.pose import invert, quaternion_from_rotation
@@ -93,17 +94,28 @@ def node_run(model: Path, motion: bool, images, truths, poses, calibration: Path
     def index(msg) -> int:
         return round((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - t0) * IMAGE_HZ)
 
-    def on_depth(msg: Image) -> None:
+    def on_colored(msg: Image) -> None:  # every frame finished, metres or not
         now = time.monotonic()
         with lock:
-            got[index(msg)] = (now, image_to_array(msg).astype(np.float32))
+            done[index(msg)] = now
 
+    def on_depth(msg: Image) -> None:  # the frames in metres (or relative, without a scale)
+        with lock:
+            got[index(msg)] = image_msg_to_array(msg).astype(np.float32)
+
+    done: dict[int, float] = {}
+    client.create_subscription(Image, "depth/colored", on_colored, QoSProfile(depth=10))
     client.create_subscription(Image, "depth/image", on_depth, QoSProfile(depth=10))
     stop = threading.Event()
-    spinner = threading.Thread(target=lambda: [rclpy.spin_once(client, timeout_sec=0.05)
-                                               for _ in iter(stop.is_set, True)], daemon=True)
+    from tools.bench.loadgen import _spin
+    spinner = threading.Thread(target=_spin, args=(client, stop), daemon=True)
     spinner.start()
-    info = load_camera_info_yaml(str(calibration))
+    from sensor_msgs.msg import CameraInfo
+    calib = load_camera_info_yaml(str(calibration))  # rosbags' message: rclpy's is made here
+    info = CameraInfo(width=int(calib.width), height=int(calib.height),
+                      distortion_model=calib.distortion_model,
+                      d=[float(v) for v in calib.d], k=[float(v) for v in calib.k],
+                      r=[float(v) for v in calib.r], p=[float(v) for v in calib.p])
     camera_from_base = invert(mounting_matrix(CAMERA_IN_BASE))
     quats = [quaternion_from_rotation(p[:3, :3]) for p in poses]
     messages = [array_to_image(im, "rgb8", player.header()) for im in images]
@@ -150,14 +162,14 @@ def node_run(model: Path, motion: bool, images, truths, poses, calibration: Path
         client.destroy_node()
         rclpy.shutdown(context=context)
     with lock:
-        results = dict(got)
-    latency = [1000 * (results[i][0] - sent[i]) for i in results if i in sent]
+        results, finished = dict(got), dict(done)
+    latency = [1000 * (finished[i] - sent[i]) for i in finished if i in sent]
     duration = len(images) / IMAGE_HZ
-    row = {"frames": len(results), "frames_per_s": round(len(results) / duration, 2),
+    row = {"frames": len(finished), "frames_per_s": round(len(finished) / duration, 2),
            "latency_p50_ms": round(float(np.percentile(latency, 50)), 1) if latency else None,
            "latency_p95_ms": round(float(np.percentile(latency, 95)), 1) if latency else None}
     if motion:
-        errors = [abs(scale_error(d, truths[i])) for i, (_, d) in results.items()
+        errors = [abs(scale_error(d, truths[i])) for i, d in results.items()
                   if 0 <= i < len(truths)]
         row.update(in_metres=len(errors),
                    median_error=round(float(np.median(errors)), 4) if errors else None,
