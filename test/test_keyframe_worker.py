@@ -155,3 +155,17 @@ def test_a_late_measurement_pulls_by_the_time_since_the_last_one():
         assert done.pulled == pytest.approx(pulled, rel=1e-6)
         # the still scene: the past carries the earlier pulls, this one adds its own
         assert float(np.median(out / depth)) == pytest.approx(math.exp(pulled), rel=1e-4)
+
+
+def test_a_closed_worker_starts_again_on_the_next_keyframe():
+    """A camera closed and used again (a lifecycle node deactivated and activated): the next
+    keyframe is measured, offline waited for as ever."""
+    scale = MotionScale(min_baseline=0.05)
+    worker = KeyframeWorker(scale, wait=True)
+    (a, rel), (b, _) = pairs(scale, 2)
+    worker.submit(a, rel, K)
+    assert worker.collect().t == a.t
+    worker.close()
+    worker.submit(b, rel, K)
+    assert worker.collect().t == b.t  # measured: it would wait forever on a stopped worker
+    worker.close()

@@ -137,3 +137,24 @@ def test_use_lifecycle_starts_a_managed_node():
         rclpy.shutdown(context=context)
     assert stopped and code == 0
     assert "Traceback" not in node.output()
+
+
+def test_litert_start_up_lines_go_to_the_debug_log():
+    """``backend: auto`` on this machine (no GPU, or only Mesa's CPU emulation, which auto
+    refuses): the node's log is its own lines, LiteRT's native start-up chatter (the XNNPACK
+    delegate line, the GPU probe's log) is held for the DEBUG log, shown at that level."""
+    lines = {}
+    for level in ("info", "debug"):
+        node = NodeProcess(["-p", f"model_path:={DA3_TEST_MODEL}", "-p", "backend:=auto",
+                            "--log-level", level]).start()
+        try:
+            node.wait_for_line("running on cpu", timeout=60)
+        finally:
+            node.stop()
+        lines[level] = node.output().splitlines()
+    native = [line for line in lines["info"] if line.startswith(("INFO:", "ERROR:", "WARNING:"))]
+    assert native == [], native
+    assert any("[dense_perception]" in line and "running on cpu" in line
+               for line in lines["info"])
+    assert any("LiteRT's own start-up log" in line for line in lines["debug"])
+    assert any("XNNPACK delegate" in line for line in lines["debug"])

@@ -34,6 +34,7 @@ from ..core.settings.table import MODEL_STATUS, Settings
 from ..core.pipeline import DensePipeline, load_pipeline
 from ..core.frame_data import RawFrame
 from ..core.products import request_for
+from ..core.backends.native_log import capture_native_stderr, with_gpu_reason
 from ..core.backends.runner import ModelLoadError, resolve_model_path
 from ..core.backends.runner_base import RunnerLostError
 from ..core.wiring.derived import compression_config, node_setup, pipeline_config
@@ -76,6 +77,31 @@ class _Inferred:
         return self.frame.channel.name
 
 
+def load_quietly(model_path: str, settings: Settings, logger: Any) -> DensePipeline:
+    """The model loaded with LiteRT's own start-up lines (native, on stderr) held back for the
+    DEBUG log; a failed load is one StartupError line, with the GPU's reason from that log
+    where there is one. The node's own lines follow in their order once the load is over."""
+    said: list[tuple[bool, str]] = []  # (a warning?, text)
+    failure: Exception | None = None
+    with capture_native_stderr() as native:
+        try:
+            pipeline = load_pipeline(model_path, settings,
+                                     log=lambda text: said.append((False, text)),
+                                     warn=lambda text: said.append((True, text)))
+        except (ModelLoadError, ModelSignatureError, ValueError) as exc:
+            failure = exc
+    for warning, text in said:  # one call site per severity: rclpy's logger insists
+        if warning:
+            logger.warning(text)
+        else:
+            logger.info(text)
+    if native.text.strip():
+        logger.debug("LiteRT's own start-up log:\n" + native.text.rstrip())
+    if failure is not None:
+        raise StartupError(with_gpu_reason(str(failure), native)) from None
+    return pipeline
+
+
 class Perception:
     """The configured node's working parts (see the module docstring). Made inactive."""
 
@@ -83,12 +109,7 @@ class Perception:
                  runner_hook: Callable[[Any], Any] | None = None) -> None:
         self._node = node
         model_path = resolve_model_path(settings.model_path)
-        try:
-            self.pipeline: DensePipeline = load_pipeline(
-                model_path, settings, log=node.get_logger().info,
-                warn=node.get_logger().warning)
-        except (ModelLoadError, ModelSignatureError, ValueError) as exc:
-            raise StartupError(str(exc)) from None
+        self.pipeline: DensePipeline = load_quietly(model_path, settings, node.get_logger())
         if runner_hook is not None:
             self.pipeline.runner = runner_hook(self.pipeline.runner)
         self.settings = settings

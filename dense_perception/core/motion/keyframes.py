@@ -99,7 +99,7 @@ class KeyframeWorker:
         with self._lock:
             if self._waiting is not None:
                 self.dropped += 1
-            self._waiting = job
+            self._waiting, self._closed = job, False  # a closed worker starts again
             self._start()
             self._lock.notify_all()
         return job.serial
@@ -125,7 +125,8 @@ class KeyframeWorker:
         self._last_t = None
 
     def close(self) -> None:
-        """Stop the worker (it finishes the keyframe in hand)."""
+        """Stop the worker (it finishes the keyframe in hand); a later keyframe starts it
+        again."""
         with self._lock:
             self._closed = True
             self._waiting = None
@@ -143,6 +144,7 @@ class KeyframeWorker:
                 while self._waiting is None and not self._closed:
                     self._lock.wait()
                 if self._closed:
+                    self._thread = None  # under the lock: the next submit starts another
                     return
                 job, self._waiting, self._busy = self._waiting, None, True
                 epoch, reset, self._reset_due = self._epoch, self._reset_due, False
