@@ -145,8 +145,11 @@ def test_real_frames_have_their_motion_whatever_the_odometrys_rate_or_delay(
     play(h, images, info, poses, odometry_every, latency)
     last = T0 + (FRAMES - 1) / 30
     wait_until(lambda: any(abs(s - last) < 1e-6 for s, _, _ in taken), 60, "the last frame")
-    _, _, values = h.diagnostics(lambda d: d[2].get("frames processed") == str(len(taken)),
-                                 timeout=30)
+    # (the frames' count and the scales' tally are read at different moments of a frame's
+    # finish: the status that has both at the last frame)
+    _, _, values = h.diagnostics(lambda d: d[2].get("frames processed") == str(len(taken))
+                                 and d[2].get("frames in metres", "").endswith(
+                                     f" of {len(taken)}"), timeout=30)
     # The scale's error and the pose clock's offset are reported over DDS.
     assert "depth scale error, 2 sigma (%)" in values and "pose clock offset (ms)" in values
     # The frames in metres so far, of those finished, and the withheld ones by kind of reason.
