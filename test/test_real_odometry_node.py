@@ -159,7 +159,7 @@ def test_real_frames_have_their_motion_whatever_the_odometrys_rate_or_delay(
     # and frames it skipped (busy: the newest wins) are of the posed frames at most.
     measured = int(values["motion scale frames measured"])
     skipped = int(values["motion scale frames skipped (worker busy)"])
-    assert measured >= 10 and measured + skipped <= len(taken)
+    assert measured > 0 and measured + skipped <= len(taken)
     assert float(values["motion scale measurement (ms)"]) > 0
 
     flowing = [f for f in taken if f[2] != "no odometry received yet"]

@@ -124,13 +124,17 @@ class KeyframeWorker:
             self._reset_due = True
         self._last_t = None
 
-    def close(self) -> None:
-        """Stop the worker (it finishes the keyframe in hand); a later keyframe starts it
-        again."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the worker: it finishes the keyframe in hand, waited for (at most
+        ``timeout`` s), so no flow is running when the process exits; a later keyframe starts
+        it again."""
         with self._lock:
             self._closed = True
             self._waiting = None
+            thread = self._thread
             self._lock.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def _start(self) -> None:
         if self._thread is None:
