@@ -214,8 +214,6 @@ class CameraMotion:
         """How far the output carried to this frame is from the measurement that landed on
         it (log; None without one, or when the output restarted since its keyframe)."""
         landed = self._landed
-        if landed is not None and landed.serial == self._keyframe:  # on its own frame
-            return None
         published = None if landed is None else self._ledger.get(landed.serial)
         if published is None or not estimate or estimate <= 0 or \
                 published.epoch != self.temporal.epoch:
