@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from rosbags.rosbag2 import Reader
 
 from support.bag_maker import read_bag
 from support.common import TIPS_TEST_MODEL, run_cli
@@ -99,6 +100,23 @@ def test_camera_in_base_stands_for_a_missing_tf_static(tmp_path, capsys):
     assert code == 0, err
     assert summary["motion"]["frames_with_motion"] == 2
     assert summary["motion"]["camera_mounting"] == {"/cam/image_raw": "--camera-in-base"}
+    # The output bag's /tf_static holds the mounting the run used, latched, at the bag's start:
+    # a viewer places the camera on the robot without the input's tf tree.
+    messages, _ = read_bag(tmp_path / "out")
+    [(log_time, static)] = messages["/tf_static"]
+    [mount] = static.transforms
+    assert (mount.header.frame_id, mount.child_frame_id) == ("base_link", "cam_optical")
+    first_image = min(t for t, _ in messages["/cam/image_raw"])
+    assert log_time <= first_image
+    t, q = mount.transform.translation, mount.transform.rotation
+    x, y, z, qx, qy, qz, qw = CAMERA_IN_BASE
+    assert np.allclose([t.x, t.y, t.z], [x, y, z])
+    sign = np.sign(qw) or 1.0  # q and -q are the same turn
+    assert np.allclose(np.array([q.x, q.y, q.z, q.w]) * np.sign(q.w), np.array([qx, qy, qz, qw])
+                       * sign, atol=1e-9)
+    with Reader(tmp_path / "out") as out_bag:
+        [conn] = [c for c in out_bag.connections if c.topic == "/tf_static"]
+    assert "transient_local" in str(conn.ext.offered_qos_profiles).lower()
 
 
 @pytest.mark.parametrize("extra, words", [

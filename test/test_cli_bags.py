@@ -108,6 +108,40 @@ def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
     assert summary["timing_ms"]["inference"]["count"] == 4
 
 
+def test_ply_writes_each_frames_cloud_beside_the_bag(tmp_path, capsys):
+    """``--ply``: each frame's cloud as a binary PLY in the output folder, named by the frame's
+    number and stamp, its points the test model's depth in closed form (read here with a PLY
+    reader written out in the test, not the package's)."""
+    src = write_bag(tmp_path / "in", "mcap", frames=3, extra=False)
+    out = tmp_path / "out"
+    code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                           "--cpu-precision", "fp32", "--out", out, "--outputs", "depth,points",
+                           "--ply"], capsys)
+    assert code == 0, stderr
+    files = sorted((out / "points").iterdir())
+    assert [f.name for f in files] == [f"{i:06d}_{STAMP0 + i}.{123 + i:09d}.ply"
+                                       for i in range(3)]
+    for i, path in enumerate(files):
+        raw = path.read_bytes()
+        head, body = raw.split(b"end_header\n", 1)
+        lines = head.decode("ascii").splitlines()
+        assert lines[:2] == ["ply", "format binary_little_endian 1.0"]
+        count = int(next(ln for ln in lines if ln.startswith("element vertex")).split()[-1])
+        names = [ln.split()[-1] for ln in lines if ln.startswith("property")]
+        assert names == ["x", "y", "z", "red", "green", "blue"]
+        points = np.frombuffer(body, np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"),
+                                               ("red", "u1"), ("green", "u1"), ("blue", "u1")]),
+                               count)
+        assert count == 224 * 224  # stride 2, every depth valid: as the bag's cloud
+        np.testing.assert_allclose(points["z"], tips_depth(COLOURS[i]), atol=1e-4)
+        assert {tuple(c) for c in np.stack([points["red"], points["green"], points["blue"]],
+                                           1)} == {tuple(COLOURS[i])}
+    # Without the cloud among the outputs there is nothing to write: said in one line.
+    code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--out",
+                           tmp_path / "out2", "--outputs", "depth", "--ply"], capsys)
+    assert code == 2 and "--ply writes the cloud: keep points in --outputs" in stderr
+
+
 def test_compressed_topic_16uc1_depth_and_output_subset(tmp_path, capsys):
     src = write_bag(tmp_path / "in", "mcap", frames=3, compressed=True, extra=False,
                     topic="/cam/image_raw/compressed")

@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "segmentation/labels/compressed): off (the default), add (beside the raw "
                      "ones) or only "
                      "(instead of the raw images they compress: the size to keep for Foxglove)")
+    bag.add_argument("--ply", action="store_true", default=None, help="also write each "
+                     "frame's cloud as points/<frame>.ply in the output folder (binary PLY, "
+                     "metres, the camera's optical frame), as image and video inputs get "
+                     "them; <frame>: the frame's number and stamp")
     bag.add_argument("--copy", choices=COPY_MODES, help="input topics copied into the "
                      "output bag: all (the default), camera (image + CameraInfo) or none")
     p.add_argument("--verbose", "-v", action="store_true",

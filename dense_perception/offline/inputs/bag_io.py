@@ -123,7 +123,6 @@ def points_to_cloud(points: np.ndarray, header: Any) -> Any:
     return PointCloud2Msg(header=header, **fields)
 
 
-# ---- topic names -------------------------------------------------------------------------------
 def namespace_of(image_topic: str) -> str:
     """The namespace an image topic lives in: ``/camera/image_raw[/compressed]`` -> ``/camera``."""
     name = "/" + image_topic.strip("/")
@@ -169,6 +168,7 @@ class BagReader:
         except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds on a damaged bag
             raise BagError(self._damaged(exc)) from None
         self.connections = list(self._reader.connections)
+        self.start_ns = int(self._reader.start_time)  # the first message's log time
 
     def _damaged(self, exc: BaseException) -> str:
         hint = ""

@@ -173,6 +173,16 @@ class BagMotion:
             found[cam.topic] = (mount, f"{TF_STATIC} {base} -> {frame}")
         return found
 
+    def given_mountings(self, bag: BagReader, cameras: list[Any]
+                        ) -> list[tuple[str, str, np.ndarray]]:
+        """(the odometry's child frame, the camera's frame, base_from_camera) of each camera
+        whose mounting ``--camera-in-base`` gave: what the output bag's /tf_static holds, so a
+        viewer places the camera on the robot as this run did."""
+        base = self.stream.frames[1] or "base_link"
+        return [(base, _camera_frame(bag, cam.image_conns) or f"camera{i}", mount)
+                for i, cam in enumerate(cameras)
+                for mount, source in [self.mountings[cam.topic]] if source == "--camera-in-base"]
+
     def pose_for(self, camera: str, header: Any) -> np.ndarray | None:
         """The world_from_camera pose of the frame of ``camera`` (its image topic) with this
         ``header``, or None (counted, the first of each kind said on stderr)."""

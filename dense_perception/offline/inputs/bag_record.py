@@ -4,17 +4,21 @@
 (the depth's unit, its scale and claimed error, the camera's motion, under the keys the node's
 /diagnostics use) and ``/tf`` from the odometry (``odom -> base_link`` for each odometry message
 copied), so that a viewer replaying the bag sees each frame's scale and, with the bag's
-``/tf_static`` mounting copied too, accumulates the clouds in the odometry frame."""
+``/tf_static`` mounting copied too (or, where ``--camera-in-base`` gave it, written as
+``/tf_static``), accumulates the clouds in the odometry frame."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...core.motion.camera_motion import motion_diagnostics
-from ...core.scale.metric_scale import scale_diagnostics
-from .bag_io import TYPESTORE, BagOutput
+import numpy as np
 
-DIAGNOSTICS, TF = "/diagnostics", "/tf"
+from ...core.motion.camera_motion import motion_diagnostics
+from ...core.motion.pose import quaternion_from_rotation
+from ...core.scale.metric_scale import scale_diagnostics
+from .bag_io import LATCHED_QOS, TYPESTORE, BagOutput
+
+DIAGNOSTICS, TF, TF_STATIC = "/diagnostics", "/tf", "/tf_static"
 DIAGNOSTIC_ARRAY, TF_MESSAGE = "diagnostic_msgs/msg/DiagnosticArray", "tf2_msgs/msg/TFMessage"
 ODOMETRY = "nav_msgs/msg/Odometry"
 _T = TYPESTORE.types
@@ -31,6 +35,26 @@ class RunRecord:
         out.add(DIAGNOSTICS, DIAGNOSTIC_ARRAY)
         if odometry_topic:
             out.add(TF, TF_MESSAGE)
+
+    def mountings(self, mounts: list[tuple[str, str, np.ndarray]], log_time: int) -> None:
+        """/tf_static (latched, as tf2's static broadcaster offers it) of ``mounts``: each
+        (parent frame, child frame, parent_from_child 4x4), stamped and logged at
+        ``log_time`` (ns, the bag's start)."""
+        if not mounts:
+            return
+        self.out.add(TF_STATIC, TF_MESSAGE, [LATCHED_QOS])
+        stamp = _T["builtin_interfaces/msg/Time"](sec=log_time // 1_000_000_000,
+                                                  nanosec=log_time % 1_000_000_000)
+        transforms = []
+        for parent, child, mount in mounts:
+            x, y, z = (float(v) for v in mount[:3, 3])
+            qx, qy, qz, qw = (float(v) for v in quaternion_from_rotation(mount[:3, :3]))
+            transforms.append(_T["geometry_msgs/msg/TransformStamped"](
+                header=_T["std_msgs/msg/Header"](stamp=stamp, frame_id=parent),
+                child_frame_id=child, transform=_T["geometry_msgs/msg/Transform"](
+                    translation=_T["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
+                    rotation=_T["geometry_msgs/msg/Quaternion"](x=qx, y=qy, z=qz, w=qw))))
+        self.out.write(TF_STATIC, _T[TF_MESSAGE](transforms=transforms), log_time)
 
     def frame(self, products: Any, header: Any, log_time: int, camera: str = "") -> None:
         """One frame's status, stamped with its image's header."""

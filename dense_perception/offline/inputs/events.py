@@ -8,6 +8,7 @@ loop (:mod:`dense_perception.offline.run.loop`) share.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,7 @@ class BagTarget(Target):
 
     sink: Any  # bag_io.BagSink, set once the copied connections are in
     record: Any = None  # bag_record.RunRecord: /diagnostics and /tf of the run
+    ply: Path | None = None  # --ply: each frame's cloud as <ply>/<frame>_<stamp>.ply
 
     def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:
         self.out = out
@@ -96,6 +98,12 @@ class BagTarget(Target):
             write_frame(frame.camera, products, frame.header, frame.log_time)
         else:
             self.sink.write(products, frame.header, frame.log_time)
+        if self.ply is not None and products.points is not None:
+            from .file_io import write_ply
+            stamp = f"{frame.header.stamp.sec}.{frame.header.stamp.nanosec:09d}"
+            camera = "_" + frame.camera.strip("/").replace("/", "_") \
+                if write_frame is not None else ""
+            write_ply(self.ply / f"{frame.stem}{camera}_{stamp}.ply", products.points)
         if self.record is not None:
             self.record.frame(products, frame.header, frame.log_time,
                               f": {frame.camera}" if write_frame is not None else "")

@@ -277,6 +277,15 @@ class BagInput(OfflineInput):
                 else bag_io.CameraSinks(sinks)
             from .bag_record import RunRecord
             target.record = RunRecord(bag_out, session.options.odometry_topic)
+            if session.options.ply:
+                if "points" not in session.keys:
+                    raise CliError("--ply writes the cloud: keep points in --outputs "
+                                   f"(now: {session.options.outputs})")
+                target.ply = out_path / "points"
+                target.ply.mkdir(parents=True, exist_ok=True)
+            if self.motion is not None:
+                target.record.mountings(self.motion.given_mountings(self.bag, self.cameras),
+                                        self.bag.start_ns)
             return target
         except BaseException:
             bag_out.close()

@@ -28,7 +28,7 @@ BAG_ONLY = {"topics": "--topic", "camera_info_topics": "--camera-info-topic",
             "out_namespace": "--out-namespace", "bag_format": "--bag-format",
             "compressed": "--compressed", "copy": "--copy",
             "reference_depth_topic": "--reference-depth-topic",
-            "odometry_topic": "--odometry-topic"}
+            "odometry_topic": "--odometry-topic", "ply": "--ply"}
 
 
 def _output(default: Any = None) -> Any:
@@ -52,6 +52,7 @@ class ProcessOptions:
     bag_format: str = _output("mcap")
     compressed: str = _output("off")
     copy: str = _output("all")
+    ply: bool = _output(False)               # --ply: each frame's cloud as a .ply (a bag)
     reference_depth_topic: str | None = _output()
     odometry_topic: str | None = _output()   # --odometry-topic: the robot's motion (a bag)
     poses: str | None = _output()            # --poses: a TUM trajectory (images, videos)
@@ -94,6 +95,7 @@ class ProcessOptions:
                    camera_info_topics=tuple(args.camera_info_topic or ()),
                    out_namespace=args.out_namespace, bag_format=args.bag_format or "mcap",
                    compressed=args.compressed or "off", copy=args.copy or "all",
+                   ply=bool(getattr(args, "ply", None)),
                    reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
                    require_metres=getattr(args, "require_metres", False),
                    odometry_topic=args.odometry_topic,
