@@ -108,6 +108,48 @@ def test_bag_in_bag_out_every_output(tmp_path, capsys, fmt):
     assert summary["timing_ms"]["inference"]["count"] == 4
 
 
+def mcap_chunk_compressions(bag_folder):
+    """The compression named by each Chunk record (opcode 0x06) of the bag's MCAP file, read
+    with the MCAP specification's record layout written out here."""
+    import struct
+    data = next(bag_folder.glob("*.mcap")).read_bytes()
+    assert data[:8] == b"\x89MCAP0\r\n"
+    at, found = 8, []
+    while at + 9 <= len(data):
+        opcode, length = data[at], struct.unpack_from("<Q", data, at + 1)[0]
+        if opcode == 0x06:  # start, end, uncompressed size (u64), crc (u32), compression
+            (size,) = struct.unpack_from("<I", data, at + 9 + 28)
+            found.append(data[at + 9 + 32:at + 9 + 32 + size].decode())
+        if opcode == 0x02:  # the Footer: the end
+            break
+        at += 9 + length
+    return found
+
+
+def test_output_mcap_is_zstd_compressed_unless_asked_otherwise(tmp_path, capsys):
+    """The output MCAP's chunks are zstd-compressed by default (lossless: the depth read back is
+    the model's closed-form value) and smaller than uncompressed; --bag-compression none
+    writes them uncompressed."""
+    src = write_bag(tmp_path / "in", "mcap", frames=3, extra=False)
+    sizes = {}
+    for mode in ("zstd", "none"):
+        out = tmp_path / mode
+        args = ["process", src, "--model", TIPS_TEST_MODEL, "--backend", "cpu",
+                "--cpu-precision", "fp32", "--out", out, "--outputs", "depth"]
+        code, _, stderr = run(args + ([] if mode == "zstd" else ["--bag-compression", "none"]),
+                              capsys)
+        assert code == 0, stderr
+        chunks = mcap_chunk_compressions(out)
+        assert chunks and set(chunks) == {"zstd" if mode == "zstd" else ""}
+        sizes[mode] = sum(p.stat().st_size for p in out.glob("*.mcap"))
+        msgs, _ = read_bag(out)
+        for i in range(3):
+            depth = conversions.image_msg_to_array(msgs["/cam/depth/image"][i][1])
+            np.testing.assert_allclose(depth, tips_depth(COLOURS[i]), atol=1e-4)
+        assert json.loads((out / "summary.json").read_text())["bag_compression"] == mode
+    assert sizes["zstd"] < 0.5 * sizes["none"]  # uniform colours: a few kB per frame
+
+
 def test_ply_writes_each_frames_cloud_beside_the_bag(tmp_path, capsys):
     """``--ply``: each frame's cloud as a binary PLY in the output folder, named by the frame's
     number and stamp, its points the test model's depth in closed form (read here with a PLY

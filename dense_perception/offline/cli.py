@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "image topic's, e.g. /camera for /camera/image_raw)")
     bag.add_argument("--bag-format", choices=("mcap", "sqlite3"),
                      help="storage of the output bag (default mcap)")
+    bag.add_argument("--bag-compression", choices=("zstd", "none"),
+                     help="compression of the output MCAP's chunks: zstd (the default; "
+                     "lossless, as rosbag2's zstd_fast preset writes, and what Foxglove and "
+                     "ros2 bag read) or none; a sqlite3 bag is never compressed")
     bag.add_argument("--compressed", choices=BAG_COMPRESSED,
                      help="image_transport's compressed topics in the output bag (the node's: "
                      "depth/image/compressedDepth, */colored/compressed, "

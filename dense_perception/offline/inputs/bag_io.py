@@ -3,8 +3,9 @@
 """ROS 2 bags in and out for the offline ``process`` command, with no ROS install needed.
 
 Everything goes through the maintained ``rosbags`` library: rosbag2 folders (MCAP or sqlite3)
-and bare ``.mcap`` / ``.db3`` files are read with its ``Reader`` and written with its ``Writer``,
-messages (de)serialised with its typestore, in the node's layouts (``conversions.py``).
+and bare ``.mcap`` / ``.db3`` files are read with its ``Reader`` (written with its ``Writer``:
+``bag_write.py``), messages (de)serialised with its typestore, in the node's layouts
+(``conversions.py``).
 
 Output topics live in the namespace of the input image topic, with the node's names and types:
 ``/camera/image_raw`` (or compressed) gives ``/camera/depth/image``, ... (:data:`OUTPUT_TOPICS`).
@@ -12,7 +13,6 @@ Output topics live in the namespace of the input image topic, with the node's na
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,14 +20,13 @@ from typing import Any, Iterator
 import numpy as np
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
                                 QosTime)
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from ...core.geometry.camera_info_choice import CameraInfoHistory, stamp_ns
 from ...core.conversions import (BadImageError, camera_info_fields, cloud_fields,
                                 compressed_to_array, image_fields, image_to_array)
-from ...core.compressed import CompressionConfig
-from ...core.products import OUTPUTS, classes_message, product_messages
+from ...core.products import OUTPUTS
 from ...core.geometry.intrinsics import Intrinsics
 
 IMAGE = "sensor_msgs/msg/Image"
@@ -37,6 +36,7 @@ POINT_CLOUD2 = "sensor_msgs/msg/PointCloud2"
 STRING = "std_msgs/msg/String"
 IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
 BAG_FORMATS = ("mcap", "sqlite3")
+BAG_COMPRESSIONS = ("zstd", "none")  # MCAP chunk compression of an output bag
 BAG_SUFFIXES = (".mcap", ".db3")
 
 # Output key -> (topic relative to the image topic's namespace, message type): the node's.
@@ -142,7 +142,6 @@ def output_topic_names(namespace: str) -> dict[str, str]:
     return {key: join_topic(namespace, rel) for key, (rel, _) in OUTPUT_TOPICS.items()}
 
 
-# ---- reading --------------------------------------------------------------------------------------
 def is_bag(path: Path) -> bool:
     """A rosbag2 folder (with metadata.yaml) or a bare .mcap / .db3 file."""
     if path.is_dir():
@@ -302,99 +301,3 @@ class CameraInfoIndex:
             return None, note
         conn, data = hit
         return TYPESTORE.deserialize_cdr(data, conn.msgtype), note
-
-
-# ---- writing ------------------------------------------------------------------------------------
-class BagOutput:
-    """A new rosbag2 folder (MCAP or sqlite3); always close() it, also after errors or Ctrl-C."""
-
-    def __init__(self, path: str | Path, fmt: str = "mcap") -> None:
-        if fmt not in BAG_FORMATS:
-            raise BagError(f"bag format '{fmt}' is unknown; use one of: {', '.join(BAG_FORMATS)}")
-        self.path = Path(path)
-        plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
-        try:
-            self._writer = Writer(self.path, version=9, storage_plugin=plugin)
-            self._writer.open()
-        except Exception as exc:  # noqa: BLE001
-            raise BagError(f"cannot create bag '{self.path}': {one_line(exc)}") from None
-        self._by_topic: dict[str, Any] = {}
-        self.counts: dict[str, int] = {}
-        self.closed = False
-
-    def add(self, topic: str, msgtype: str, qos: list[Qos] | None = None) -> Any:
-        conn = next((c for c in self._writer.connections if c.topic == topic  # a copied one
-                     and c.msgtype == msgtype), None) or self._writer.add_connection(
-            topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=qos or [])
-        self._by_topic[topic], self.counts[topic] = conn, self.counts.get(topic, 0)
-        return conn
-
-    def copy_connection(self, conn: Any) -> Any | None:
-        """A connection like input ``conn`` (its definition, hash and QoS), or None when the bag
-        carries no definition for a type this typestore does not know either."""
-        msgdef = conn.msgdef.data if conn.msgdef is not None else ""
-        qos = list(getattr(conn.ext, "offered_qos_profiles", []) or [])
-        kwargs: dict[str, Any] = {"offered_qos_profiles": qos}
-        if msgdef and conn.digest:
-            kwargs.update(msgdef=msgdef, rihs01=conn.digest)
-        elif conn.msgtype in TYPESTORE.types:
-            kwargs.update(typestore=TYPESTORE)
-        else:
-            return None
-        fmt = getattr(conn.ext, "serialization_format", "cdr")
-        for existing in self._writer.connections:  # several input connections, same topic
-            if existing.topic == conn.topic and existing.msgtype == conn.msgtype:
-                return existing
-        out = self._writer.add_connection(conn.topic, conn.msgtype, serialization_format=fmt,
-                                          **kwargs)
-        self.counts.setdefault(conn.topic, 0)
-        return out
-
-    def write_raw(self, conn: Any, log_time: int, data: bytes | memoryview) -> None:
-        self._writer.write(conn, log_time, data)
-        self.counts[conn.topic] = self.counts.get(conn.topic, 0) + 1
-
-    def write(self, topic: str, msg: Any, log_time: int) -> None:
-        conn = self._by_topic[topic]
-        self.write_raw(conn, log_time, TYPESTORE.serialize_cdr(msg, conn.msgtype))
-
-    def close(self) -> None:
-        """Finish the storage file and write metadata.yaml (idempotent)."""
-        if not self.closed:
-            self.closed = True
-            self._writer.close()
-
-
-class BagSink:
-    """Writes each frame's products to a BagOutput with the node's topics, types and headers."""
-
-    def __init__(self, out: BagOutput, namespace: str, keys: list[str],
-                 depth_encoding: str = "32FC1",
-                 compression: CompressionConfig = CompressionConfig()) -> None:
-        """``compression``: the compressed topics' encoder settings (those among ``keys``)."""
-        self.out = out
-        self.compression = compression
-        self.topics = {k: v for k, v in output_topic_names(namespace).items() if k in keys}
-        self.depth_encoding = depth_encoding
-        self._classes_written = False
-        for key, topic in self.topics.items():
-            out.add(topic, OUTPUT_TOPICS[key][1], [LATCHED_QOS] if key == "classes" else None)
-
-    def write(self, products: Any, header: Any, log_time: int) -> None:
-        topics, write = self.topics, self.out.write
-        if "classes" in topics and not self._classes_written:
-            write(topics["classes"], classes_message(sys.modules[__name__]), log_time)
-            self._classes_written = True
-        for key, msg in product_messages(products, topics, header, sys.modules[__name__],
-                                         self.depth_encoding, self.compression):
-            write(topics[key], msg, log_time)
-
-
-class CameraSinks:
-    """Several cameras' BagSinks (``--topic`` repeated): each frame goes to its camera's."""
-
-    def __init__(self, sinks: dict[str, BagSink]) -> None:
-        self.sinks = sinks
-
-    def write_frame(self, camera: str, products: Any, header: Any, log_time: int) -> None:
-        self.sinks[camera].write(products, header, log_time)

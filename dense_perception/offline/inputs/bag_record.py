@@ -16,7 +16,8 @@ import numpy as np
 from ...core.motion.camera_motion import motion_diagnostics
 from ...core.motion.pose import quaternion_from_rotation
 from ...core.scale.metric_scale import scale_diagnostics
-from .bag_io import LATCHED_QOS, TYPESTORE, BagOutput
+from .bag_io import LATCHED_QOS, TYPESTORE
+from .bag_write import BagOutput
 
 DIAGNOSTICS, TF, TF_STATIC = "/diagnostics", "/tf", "/tf_static"
 DIAGNOSTIC_ARRAY, TF_MESSAGE = "diagnostic_msgs/msg/DiagnosticArray", "tf2_msgs/msg/TFMessage"

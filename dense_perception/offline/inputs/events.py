@@ -74,7 +74,7 @@ class FolderTarget(Target):
 class BagTarget(Target):
     """A new bag: copied input topics, the node's output topics, and summary.json beside it."""
 
-    sink: Any  # bag_io.BagSink, set once the copied connections are in
+    sink: Any  # bag_write.BagSink, set once the copied connections are in
     record: Any = None  # bag_record.RunRecord: /diagnostics and /tf of the run
     ply: Path | None = None  # --ply: each frame's cloud as <ply>/<frame>_<stamp>.ply
 

@@ -250,6 +250,8 @@ class BagInput(OfflineInput):
                                 camera_info_topic=[cam.info_note for cam in cameras],
                                 camera_infos=[cam.info_index.count for cam in cameras])
         self.summary.update(output_topics=out_topics, bag_format=options.bag_format,
+                            bag_compression=options.bag_compression
+                            if options.bag_format == "mcap" else "none",
                             copy=options.copy)
         self.description = f"{self.total} frames of {', '.join(c.topic for c in cameras)}"
 
@@ -264,17 +266,18 @@ class BagInput(OfflineInput):
 
     def target(self, out_path: Path, summary: dict[str, Any]) -> Target:
         """A new bag: the input topics first, then the outputs (the order tools list them in)."""
-        from . import bag_io
+        from . import bag_write
         session = self.session
-        bag_out = bag_io.BagOutput(out_path, session.options.bag_format)
+        bag_out = bag_write.BagOutput(out_path, session.options.bag_format,
+                                      session.options.bag_compression)
         try:
             target = BagTarget(bag_out, self.copy_conns, summary)
-            sinks = {cam.topic: bag_io.BagSink(
+            sinks = {cam.topic: bag_write.BagSink(
                 bag_out, cam.namespace, bag_keys(session.keys, session.options.compressed),
                 depth_encoding=session.settings.depth_encoding, compression=session.compression)
                 for cam in self.cameras}
             target.sink = next(iter(sinks.values())) if len(sinks) == 1 \
-                else bag_io.CameraSinks(sinks)
+                else bag_write.CameraSinks(sinks)
             from .bag_record import RunRecord
             target.record = RunRecord(bag_out, session.options.odometry_topic)
             if session.options.ply:

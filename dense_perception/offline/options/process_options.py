@@ -26,6 +26,7 @@ GLOB = re.compile(r"[*?[]")  # a glob, not a path: many inputs
 # when one is not typed, so a typed one is told apart from its default.
 BAG_ONLY = {"topics": "--topic", "camera_info_topics": "--camera-info-topic",
             "out_namespace": "--out-namespace", "bag_format": "--bag-format",
+            "bag_compression": "--bag-compression",
             "compressed": "--compressed", "copy": "--copy",
             "reference_depth_topic": "--reference-depth-topic",
             "odometry_topic": "--odometry-topic", "ply": "--ply"}
@@ -50,6 +51,7 @@ class ProcessOptions:
     camera_info_topics: tuple[str, ...] = _output(())
     out_namespace: str | None = _output()
     bag_format: str = _output("mcap")
+    bag_compression: str = _output("zstd")   # --bag-compression: an MCAP's chunks
     compressed: str = _output("off")
     copy: str = _output("all")
     ply: bool = _output(False)               # --ply: each frame's cloud as a .ply (a bag)
@@ -94,6 +96,7 @@ class ProcessOptions:
                    topics=tuple(args.topic or ()),
                    camera_info_topics=tuple(args.camera_info_topic or ()),
                    out_namespace=args.out_namespace, bag_format=args.bag_format or "mcap",
+                   bag_compression=args.bag_compression or "zstd",
                    compressed=args.compressed or "off", copy=args.copy or "all",
                    ply=bool(getattr(args, "ply", None)),
                    reference_depth_topic=args.reference_depth_topic, verbose=args.verbose,
