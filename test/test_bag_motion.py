@@ -56,6 +56,14 @@ def test_the_odometry_is_read_alongside_the_frames_and_interpolated(tmp_path):
         stream.close()
 
 
+def named_topics(node):
+    """Every string in a Foxglove layout that is a topic (starts with '/'), walked here."""
+    if isinstance(node, dict):
+        return set().union(set(), *(named_topics(v) for v in node.values())) | \
+            {k for k in node if k.startswith("/")}
+    return {node} if isinstance(node, str) and node.startswith("/") else set()
+
+
 def run(tmp_path, capsys, bag, *extra):
     out = tmp_path / "out"
     code, _, err = run_cli(["process", bag, "--model", TIPS_TEST_MODEL, "--out", out,
@@ -146,7 +154,8 @@ def test_the_output_bag_records_each_frames_status_and_the_odometry_as_tf(tmp_pa
     replaying it accumulates the clouds in odom."""
     odometry = driving(-0.1, 1.0)
     bag = write_motion_bag(tmp_path / "b", [0.2, 0.4, 0.6], odometry)
-    code, err, summary, out = run(tmp_path, capsys, bag, "--odometry-topic", "/odom")
+    code, err, summary, out = run(tmp_path, capsys, bag, "--odometry-topic", "/odom",
+                                  "--outputs", "depth,points")
     assert code == 0, err
     messages, types = read_bag(out)
     assert types["/diagnostics"] == "diagnostic_msgs/msg/DiagnosticArray"
@@ -169,3 +178,11 @@ def test_the_output_bag_records_each_frames_status_and_the_odometry_as_tf(tmp_pa
         assert t.transform.translation.x == o.pose.pose.position.x
         assert t.transform.rotation.w == o.pose.pose.orientation.w
     assert "/tf_static" in messages  # the mounting, copied
+    # Its Foxglove layout names only topics the bag holds, and accumulates the cloud in odom.
+    layout = json.loads((out / "foxglove_layout.json").read_text())
+    named = named_topics(layout)
+    assert named == {"/cam/depth/colored", "/cam/depth/camera_info", "/cam/points",
+                     "/diagnostics"}  # no normals or segmentation: not among the outputs
+    assert all(messages.get(topic) for topic in named)
+    cloud = layout["configById"]["3D!cloud"]
+    assert cloud["followTf"] == "odom" and cloud["topics"]["/cam/points"]["decayTime"] > 0

@@ -11,7 +11,8 @@ from support.common import REPO
 from dense_perception.core.products import OUTPUTS
 from dense_perception.core.settings.table import PARAMS
 from tools.generate.gen_config import CONFIG_FILES, render_config
-from tools.generate.gen_docs import LAYOUT_FOLDERS, first_sentence, render, render_layout
+from tools.generate.gen_docs import (FOXGLOVE, LAYOUT_FOLDERS, first_sentence, render,
+                                     render_foxglove, render_layout)
 
 pytestmark = [pytest.mark.repository, pytest.mark.timeout(60)]
 README = (REPO / "README.md").read_text()
@@ -44,6 +45,12 @@ def test_parameter_files_are_what_make_docs_writes(config):
     """config/*.yaml's comments are the table's descriptions: a new or changed setting shows up."""
     assert (REPO / "config" / config.name).read_text() == render_config(config), \
         f"config/{config.name} is stale: make docs"
+
+
+def test_foxglove_layout_is_what_make_docs_writes():
+    """config/dense_perception.foxglove.json is core/foxglove_layout.py's layout for the node,
+    the one the offline bags' layouts are written by."""
+    assert FOXGLOVE.read_text() == render_foxglove(), f"{FOXGLOVE.name} is stale: make docs"
 
 
 def test_every_module_says_what_it_holds():

@@ -168,3 +168,38 @@ def test_a_compressed_topic_alone_computes_its_raw_product_only(harness_factory)
     values = h.diagnostics(lambda d: d[2]["frames processed"] == "1")[2]
     assert values["products computed"] == "labels"
     assert "bandwidth segmentation/labels (kB/s)" not in values  # the raw topic sent nothing
+
+
+def named_topics(node):
+    """Every string in a Foxglove layout that is a topic (starts with '/'), walked here."""
+    if isinstance(node, dict):
+        return set().union(*(named_topics(v) for v in node.values())) | \
+            {k for k in node if k.startswith("/")}
+    if isinstance(node, list):
+        return set().union(*(named_topics(v) for v in node)) if node else set()
+    return {node} if isinstance(node, str) and node.startswith("/") else set()
+
+
+def test_the_foxglove_layout_names_only_topics_the_node_publishes(harness_factory):
+    """config/dense_perception.foxglove.json: each topic it names is one the node (in the root
+    namespace, the launch file's default) advertises, with the type its panel reads."""
+    import json
+    from support.common import REPO
+    layout = json.loads((REPO / "config" / "dense_perception.foxglove.json").read_text())
+    named = named_topics(layout)
+    assert {"/depth/colored/compressed", "/points", "/diagnostics"} <= named
+    h = harness_factory({"model_path": TIPS_TEST_MODEL})
+    wanted = {"/depth/colored/compressed": "sensor_msgs/msg/CompressedImage",
+              "/segmentation/colored/compressed": "sensor_msgs/msg/CompressedImage",
+              "/normals/colored/compressed": "sensor_msgs/msg/CompressedImage",
+              "/depth/camera_info": "sensor_msgs/msg/CameraInfo",
+              "/points": "sensor_msgs/msg/PointCloud2",
+              "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray"}
+    assert named <= set(wanted)
+
+    def advertised():
+        return dict(h.node.get_topic_names_and_types())
+    wait_until(lambda: named <= set(advertised()), 10.0, "the layout's topics advertised")
+    topics = advertised()
+    for topic in named:
+        assert wanted[topic] in topics[topic], topic

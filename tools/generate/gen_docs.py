@@ -1,8 +1,8 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """``make docs``: write docs/parameters.md and the node's parameter files (config/depth.yaml,
-config/tipsv2.yaml) from the settings table (core/settings/table.py), and docs/layout.md from the
-modules' own docstrings.
+config/tipsv2.yaml) from the settings table (core/settings/table.py), docs/layout.md from the
+modules' own docstrings, and config/dense_perception.foxglove.json from core/foxglove_layout.py.
 
 ``python tools/generate/gen_docs.py`` rewrites them; ``--check`` exits 1 when one is stale (what
 test/test_docs.py asserts). The table and the docstrings are the one source: edit a description
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 if __package__ in (None, ""):  # run by path, as make docs does: tools/ is found from the repo
     sys.path.insert(0, str(REPO))
 
+from dense_perception.core.foxglove_layout import foxglove_layout  # noqa: E402
 from dense_perception.core.settings.row import ParamSpec  # noqa: E402
 from dense_perception.core.settings.table import PARAMS  # noqa: E402
 from tools.generate.gen_config import CONFIG_FILES, render_config  # noqa: E402
@@ -146,12 +148,21 @@ def render_layout() -> str:
     return "".join(parts)
 
 
+FOXGLOVE = REPO / "config" / "dense_perception.foxglove.json"
+
+
+def render_foxglove() -> str:
+    """config/dense_perception.foxglove.json: the node's layout in the root namespace."""
+    return json.dumps(foxglove_layout(), indent=2) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
     args = parser.parse_args(argv)
     stale = False
     configs = [(REPO / "config" / config.name, render_config(config)) for config in CONFIG_FILES]
+    configs.append((FOXGLOVE, render_foxglove()))
     for target, text in ((TARGET, render()), (LAYOUT, render_layout()), *configs):
         if args.check:
             if not target.exists() or target.read_text() != text:

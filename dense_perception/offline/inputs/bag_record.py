@@ -33,6 +33,7 @@ class RunRecord:
 
     def __init__(self, out: BagOutput, odometry_topic: str | None = None) -> None:
         self.out, self.odometry_topic = out, odometry_topic
+        self.odometry_frame: str | None = None  # the odometry's header.frame_id, once read
         out.add(DIAGNOSTICS, DIAGNOSTIC_ARRAY)
         if odometry_topic:
             out.add(TF, TF_MESSAGE)
@@ -76,6 +77,7 @@ class RunRecord:
         if topic != self.odometry_topic or msgtype != ODOMETRY:
             return
         odometry = TYPESTORE.deserialize_cdr(bytes(data), ODOMETRY)
+        self.odometry_frame = self.odometry_frame or odometry.header.frame_id
         pose = odometry.pose.pose
         transform = _T["geometry_msgs/msg/TransformStamped"](
             header=odometry.header, child_frame_id=odometry.child_frame_id,

@@ -92,7 +92,7 @@ class BagSink:
                  depth_encoding: str = "32FC1",
                  compression: CompressionConfig = CompressionConfig()) -> None:
         """``compression``: the compressed topics' encoder settings (those among ``keys``)."""
-        self.out = out
+        self.out, self.namespace = out, namespace
         self.compression = compression
         self.topics = {k: v for k, v in output_topic_names(namespace).items() if k in keys}
         self.depth_encoding = depth_encoding

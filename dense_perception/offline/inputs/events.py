@@ -80,6 +80,7 @@ class BagTarget(Target):
 
     def __init__(self, out: Any, copy_conns: list[Any], summary: dict[str, Any]) -> None:
         self.out = out
+        self._camera_frame: str | None = None
         self._copy: dict[int, Any] = {}
         skipped = []
         for conn in copy_conns:
@@ -93,6 +94,8 @@ class BagTarget(Target):
         summary["not_copied"] = sorted(skipped)
 
     def frame(self, frame: Frame, products: Any) -> None:
+        if self._camera_frame is None and frame.header is not None:
+            self._camera_frame = frame.header.frame_id  # the layout's 3D panel follows it
         write_frame = getattr(self.sink, "write_frame", None)  # several cameras: theirs
         if write_frame is not None:
             write_frame(frame.camera, products, frame.header, frame.log_time)
@@ -124,4 +127,22 @@ class BagTarget(Target):
             summary["messages"] = dict(sorted(self.out.counts.items()))
             plot = write_scale_plot(self.out.path, summary)
             summary["scale_plot"] = None if plot is None else plot.name
+            summary["foxglove_layout"] = self._write_layout(summary["messages"])
             write_json(self.out.path / "summary.json", summary)
+
+    def _write_layout(self, counts: dict[str, int]) -> str | None:
+        """foxglove_layout.json beside the bag: the views, cloud and /diagnostics it holds
+        (the first camera's, for several), the cloud accumulating in the odometry's frame
+        where the bag has /tf; its name, or None when no frame was written."""
+        from ...core.foxglove_layout import foxglove_layout
+        from .file_io import write_json
+        sink = getattr(self, "sink", None)
+        sink = next(iter(sink.sinks.values()), None) if hasattr(sink, "sinks") else sink
+        if sink is None or self._camera_frame is None:
+            return None
+        odometry_frame = getattr(self.record, "odometry_frame", None)
+        layout = foxglove_layout(sink.namespace, self._camera_frame,
+                                 {t for t, n in counts.items() if n},
+                                 odometry_frame if counts.get("/tf") else None)
+        write_json(self.out.path / "foxglove_layout.json", layout)
+        return "foxglove_layout.json"
