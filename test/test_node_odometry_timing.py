@@ -137,8 +137,10 @@ def test_slow_or_late_odometry_gives_every_frame_its_interpolated_pose(
     for stamp, pose, note in taken:
         assert pose is not None, (stamp, note)
         np.testing.assert_allclose(pose[:3, 3], [optical_centre_x(stamp), 0.0, 0.5], atol=1e-6)
-    if latency or odometry_hz < 30:
+    if latency:  # 200 ms late: a frame is ahead of its odometry unless the node lags as much
         assert robot.odometry.buffer.waited > 0  # frames waited for the message after them
+    # (at 10 Hz a frame taken up 100 ms late, as on a loaded test machine, finds the message
+    # after it already there: waiting is then not needed, and not asserted)
     _, _, values = robot.h.diagnostics(
         lambda d: d[2].get("frames with camera pose") == str(len(taken)))
     assert values["frames without camera pose"] in (
