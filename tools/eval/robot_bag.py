@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from dense_perception.core.motion.pose import interpolate, quaternion_from_rotation
+from dense_perception.core.motion.pose import interpolate, pose_matrix, quaternion_from_rotation
 from dense_perception.offline.inputs import bag_io
 from tools.eval.sequence import read_sequence
 
@@ -36,18 +36,7 @@ TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 T = bag_io.TYPESTORE.types
 
 
-def _matrix(xyz, quaternion) -> np.ndarray:
-    x, y, z, w = quaternion
-    out = np.eye(4)
-    out[:3, :3] = np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-    out[:3, 3] = xyz
-    return out
-
-
-BASE_FROM_CAMERA = _matrix(MOUNT_XYZ, (0, 0, 0, 1)) @ _matrix((0, 0, 0), OPTICAL_Q)
+BASE_FROM_CAMERA = pose_matrix(MOUNT_XYZ, (0, 0, 0, 1)) @ pose_matrix((0, 0, 0), OPTICAL_Q)
 
 
 def _header(t: float, frame_id: str):
@@ -100,10 +89,12 @@ def write_robot_bag(stretch: Path, out: Path, frames: int = 0) -> int:
         span = stamps[j + 1] - stamps[j] if count > 1 else 1.0
         alpha = float(np.clip((t - stamps[j]) / span, 0.0, 1.0)) if count > 1 else 0.0
         world_from_camera = interpolate(poses[j], poses[min(j + 1, count - 1)], alpha)
-        messages.append((float(t), "/odom", _odometry(float(t), world_from_camera @ camera_from_base)))
-    mount = [_transform("base_link", "camera_link", stamps[0], _matrix(MOUNT_XYZ, (0, 0, 0, 1))),
+        messages.append((float(t), "/odom",
+                         _odometry(float(t), world_from_camera @ camera_from_base)))
+    mount = [_transform("base_link", "camera_link", stamps[0],
+                        pose_matrix(MOUNT_XYZ, (0, 0, 0, 1))),
              _transform("camera_link", "camera_optical", stamps[0],
-                        _matrix((0, 0, 0), OPTICAL_Q))]
+                        pose_matrix((0, 0, 0), OPTICAL_Q))]
     messages.append((stamps[0] - 0.001, "/tf_static", T[TF_MESSAGE](transforms=mount)))
     types = {"/camera/image_raw": bag_io.IMAGE, "/camera/camera_info": bag_io.CAMERA_INFO,
              "/odom": ODOMETRY, "/tf_static": TF_MESSAGE}
