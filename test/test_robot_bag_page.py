@@ -25,7 +25,8 @@ PAGE = REPO / "docs" / "robot-bag-in-metres.md"
 STRETCH = REAL_SCENES / "7scenes-redkitchen-sfm" / "frames-0200-0299"
 IN_METRES = re.compile(r"(\d+) of (\d+) frames in metres")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
+# repository: a page of this repository, tried once (make test), in the venv that set it up
+pytestmark = [pytest.mark.slow, pytest.mark.repository, pytest.mark.timeout(300),
               pytest.mark.skipif(not (STRETCH.is_dir() and FASTDEPTH.is_file()),
                                  reason="../shared/real-scenes is not beside the repository")]
 
@@ -94,3 +95,5 @@ def test_the_worked_page_runs_as_written_and_its_metres_are_right(tmp_path):
     assert max(np.abs(off)) <= 0.10 and float(np.median(np.abs(off))) <= 0.02, off
     summary = json.loads((run / "summary.json").read_text())
     assert summary["depth"]["frames_metric"] == run_n
+    assert summary["depth"]["units"].startswith("metres (scale from motion) for") and \
+        f"for {run_n} of 100 frames; the others relative" in summary["depth"]["units"]

@@ -93,7 +93,14 @@ class ScaleTally:
         if not self.reports:
             return {"units": "none (no depth)"}
         last = self.reports[-1]
-        out = {"units": last.units(), "source": last.source, "frames_metric": self.metric,
+        units = last.units()
+        if self.estimated() and 0 < self.metric < len(self.reports):
+            # A run of both kinds: its units, not only the last frame's.
+            metric = next(r for r in reversed(self.reports) if r.metric)
+            units = (f"{metric.units()} for {self.metric} of {len(self.reports)} frames; the "
+                     "others relative, their depth/image and points withheld (see "
+                     "withheld_by_reason)")
+        out = {"units": units, "source": last.source, "frames_metric": self.metric,
                "frames_relative": len(self.reports) - self.metric,
                "frames_withheld": sum(withholds_depth(r) for r in self.reports),
                "metric_model": last.metric_model or last.source == "model"}
