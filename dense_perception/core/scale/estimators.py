@@ -22,6 +22,7 @@ REFERENCE_LOG_TOLERANCE = 0.05  # smallest inlier band of log ratios (about +-5 
 INDEPENDENT_SAMPLES = 100     # neighbouring pixels and points share their errors: at most this
                               # many count as independent in a frame's standard error
 FLOOR_SIGMA = 0.02            # ground plane: camera_height and the plane's tilt prior, ~2 %
+FLOOR_SCATTER_WEIGHT = 1.5    # ground plane: the floor's own scatter about its plane, times this
 REFERENCE_SIGMA = 0.01        # reference: its registration and its own calibration, ~1 %
 
 
@@ -130,10 +131,16 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     if best is None:
         return Estimate(None, reason=reason)
     count = int(round(best.share * len(points)))
-    # The error: the scatter of the floor's points about its plane, relative to its distance.
+    # The error: the scatter of the floor's points about its plane, relative to its distance,
+    # as a standard error, and that scatter itself (FLOOR_SCATTER_WEIGHT): a floor's scatter in
+    # relative depth is systematic, not noise that averages out. A plane through two level
+    # surfaces (a road and the pavement beside it, 15 cm apart) fits both within the inlier
+    # band and scatters by half their height difference; a true floor scatters by its noise.
     offsets = plane_offset(points, np.asarray(best.normal, dtype=points.dtype), best.d)
     near = np.abs(offsets) <= GROUND_INLIER_TOLERANCE
-    sigma = standard_error(np.log1p(offsets[near]), FLOOR_SIGMA)
+    logs = np.log1p(offsets[near])
+    scatter = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if len(logs) else 0.0
+    sigma = math.hypot(standard_error(logs, FLOOR_SIGMA), FLOOR_SCATTER_WEIGHT * scatter)
     result = Estimate(camera_height / best.d, best.share, count,
                       normal=tuple(float(x) for x in best.normal), sigma=sigma)
     if best.share < min_inlier_ratio or count < MIN_SUPPORT:
