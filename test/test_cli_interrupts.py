@@ -86,7 +86,7 @@ def test_real_sigint_to_the_process(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "dense_perception", "process", str(src), "--model",
          TIPS_TEST_MODEL, "--backend", "cpu", "--out", str(out), "--outputs", "seg",
-         "--copy", "none"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--copy", "none", "--bag-compression", "none"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_flushed_messages(out, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)

@@ -117,7 +117,7 @@ def test_ctrl_c_stops_the_run_and_keeps_finished_outputs(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "dense_perception", "process", str(tmp_path / "bags" / "a"),
          str(tmp_path / "bags" / "b"), str(tmp_path / "bags" / "c"), "--out", str(out),
-         *OPTIONS], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         *OPTIONS, "--bag-compression", "none"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # a and b are renamed into place before c starts
     c = fleet_output_name(tmp_path / "bags" / "c")
     wait_for_flushed_messages(out, proc, pattern=f".{c}.partial-*-0/*.mcap")

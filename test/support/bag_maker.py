@@ -156,7 +156,9 @@ def fleet_output_name(path) -> str:
 def wait_for_flushed_messages(folder: Path, proc, timeout: float = 60.0,
                               pattern: str = "*.mcap") -> None:
     """Wait until the MCAP bag being written in ``folder`` holds messages on disk (``pattern``:
-    the .mcap files to look at, relative to ``folder``).
+    the .mcap files to look at, relative to ``folder``). The run must write its chunks
+    uncompressed (``--bag-compression none``): zstd shrinks the test bags' uniform frames so
+    far that a long run stays under the threshold.
 
     The writer buffers its records and writes a chunk at a time, so an .mcap over 64 KiB (more
     than its header and schemas) holds at least one finished frame: a signal sent now
