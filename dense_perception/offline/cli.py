@@ -30,7 +30,7 @@ from .console import EXIT_ERROR, EXIT_INTERRUPTED, PROG, CliError, error
 from .info import cmd_info
 from .fleet.plan import first_kind
 from .fleet.run import run_fleet
-from .inputs.sources import BAG_COMPRESSED
+from .inputs.sources import BAG_COMPRESSED, BAG_COMPRESSIONS
 from .run.run_plan import make_plan
 from .run.session import COPY_MODES, ModelSession, default_out, input_kind
 from .options.process_options import ProcessOptions
@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "image topic's, e.g. /camera for /camera/image_raw)")
     bag.add_argument("--bag-format", choices=("mcap", "sqlite3"),
                      help="storage of the output bag (default mcap)")
-    bag.add_argument("--bag-compression", choices=("zstd", "none"),
+    bag.add_argument("--bag-compression", choices=BAG_COMPRESSIONS,
                      help="compression of the output MCAP's chunks: zstd (the default; "
                      "lossless, as rosbag2's zstd_fast preset writes, and what Foxglove and "
                      "ros2 bag read) or none; a sqlite3 bag is never compressed")

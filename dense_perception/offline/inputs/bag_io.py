@@ -36,7 +36,6 @@ POINT_CLOUD2 = "sensor_msgs/msg/PointCloud2"
 STRING = "std_msgs/msg/String"
 IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
 BAG_FORMATS = ("mcap", "sqlite3")
-BAG_COMPRESSIONS = ("zstd", "none")  # MCAP chunk compression of an output bag
 BAG_SUFFIXES = (".mcap", ".db3")
 
 # Output key -> (topic relative to the image topic's namespace, message type): the node's.

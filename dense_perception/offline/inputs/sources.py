@@ -44,6 +44,7 @@ class Session(Protocol):
 
 
 BAG_COMPRESSED = ("off", "add", "only")  # --compressed: image_transport's topics in the bag
+BAG_COMPRESSIONS = ("zstd", "none")  # --bag-compression: an output MCAP's chunks
 
 
 class OfflineInput:
