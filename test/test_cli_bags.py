@@ -148,6 +148,12 @@ def test_output_mcap_is_zstd_compressed_unless_asked_otherwise(tmp_path, capsys)
             np.testing.assert_allclose(depth, tips_depth(COLOURS[i]), atol=1e-4)
         assert json.loads((out / "summary.json").read_text())["bag_compression"] == mode
     assert sizes["zstd"] < 0.5 * sizes["none"]  # uniform colours: a few kB per frame
+    # A sqlite3 bag is never compressed: the flag typed for one is refused, not ignored.
+    code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--out",
+                           tmp_path / "db", "--bag-format", "sqlite3", "--bag-compression",
+                           "zstd"], capsys)
+    assert code == 2 and "--bag-compression has no effect on a sqlite3 bag" in stderr
+    assert not (tmp_path / "db").exists()
 
 
 def test_ply_writes_each_frames_cloud_beside_the_bag(tmp_path, capsys):
@@ -178,10 +184,12 @@ def test_ply_writes_each_frames_cloud_beside_the_bag(tmp_path, capsys):
         np.testing.assert_allclose(points["z"], tips_depth(COLOURS[i]), atol=1e-4)
         assert {tuple(c) for c in np.stack([points["red"], points["green"], points["blue"]],
                                            1)} == {tuple(COLOURS[i])}
-    # Without the cloud among the outputs there is nothing to write: said in one line.
+    # Without the cloud among the outputs there is nothing to write: said in one line, before
+    # any output is made.
     code, _, stderr = run(["process", src, "--model", TIPS_TEST_MODEL, "--out",
                            tmp_path / "out2", "--outputs", "depth", "--ply"], capsys)
     assert code == 2 and "--ply writes the cloud: keep points in --outputs" in stderr
+    assert not (tmp_path / "out2").exists()
 
 
 def test_compressed_topic_16uc1_depth_and_output_subset(tmp_path, capsys):

@@ -100,6 +100,8 @@ def make_plan(settings: Settings, options: ProcessOptions, kinds: Sequence[str] 
     camera_info = load_camera_info_yaml(options.camera_info_yaml, settings.input_rectified) \
         if options.camera_info_yaml else None
     groups, keys = parse_outputs(options.outputs, spec)
+    if options.ply and "points" not in keys:
+        raise CliError(f"--ply writes the cloud: keep points in --outputs (now: {options.outputs})")
     request = request_for(keys, points_rgb=settings.points_rgb)
     if kinds:  # a flag no input reads is refused
         check_flags(settings, list(given), spec, options, kinds)
@@ -109,7 +111,11 @@ def make_plan(settings: Settings, options: ProcessOptions, kinds: Sequence[str] 
 
 
 def check_bag_options(options: ProcessOptions, kinds: Iterable[str]) -> None:
-    """CliError for a typed bag option (``process_options.BAG_ONLY``) when no input is a bag."""
+    """CliError for a typed bag option (``process_options.BAG_ONLY``) when no input is a bag,
+    and for ``--bag-compression`` on a bag format it does not compress."""
+    if "bag_compression" in options.given and options.bag_format != "mcap":
+        raise CliError(f"--bag-compression has no effect on a {options.bag_format} bag (only "
+                       "MCAP chunks are compressed); leave it out or use --bag-format mcap")
     kinds = sorted(set(kinds))
     if not kinds or "bag" in kinds:
         return
