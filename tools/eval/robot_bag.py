@@ -26,6 +26,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from dense_perception.core.motion.pose import interpolate, pose_matrix, quaternion_from_rotation
 from dense_perception.offline.inputs import bag_io
+from dense_perception.offline.inputs.bag_record import transform_message
 from tools.eval.sequence import read_sequence
 
 ODOMETRY_HZ = 50.0
@@ -44,16 +45,6 @@ def _header(t: float, frame_id: str):
     return T["std_msgs/msg/Header"](
         stamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=int(round((t - sec) * 1e9))),
         frame_id=frame_id)
-
-
-def _transform(parent: str, child: str, t: float, matrix: np.ndarray):
-    x, y, z = (float(v) for v in matrix[:3, 3])
-    qx, qy, qz, qw = (float(v) for v in quaternion_from_rotation(matrix[:3, :3]))
-    return T["geometry_msgs/msg/TransformStamped"](
-        header=_header(t, parent), child_frame_id=child,
-        transform=T["geometry_msgs/msg/Transform"](
-            translation=T["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
-            rotation=T["geometry_msgs/msg/Quaternion"](x=qx, y=qy, z=qz, w=qw)))
 
 
 def _odometry(t: float, world_from_base: np.ndarray):
@@ -91,10 +82,10 @@ def write_robot_bag(stretch: Path, out: Path, frames: int = 0) -> int:
         world_from_camera = interpolate(poses[j], poses[min(j + 1, count - 1)], alpha)
         messages.append((float(t), "/odom",
                          _odometry(float(t), world_from_camera @ camera_from_base)))
-    mount = [_transform("base_link", "camera_link", stamps[0],
-                        pose_matrix(MOUNT_XYZ, (0, 0, 0, 1))),
-             _transform("camera_link", "camera_optical", stamps[0],
-                        pose_matrix((0, 0, 0), OPTICAL_Q))]
+    mount = [transform_message(_header(stamps[0], "base_link"), "camera_link",
+                               pose_matrix(MOUNT_XYZ, (0, 0, 0, 1))),
+             transform_message(_header(stamps[0], "camera_link"), "camera_optical",
+                               pose_matrix((0, 0, 0), OPTICAL_Q))]
     messages.append((stamps[0] - 0.001, "/tf_static", T[TF_MESSAGE](transforms=mount)))
     types = {"/camera/image_raw": bag_io.IMAGE, "/camera/camera_info": bag_io.CAMERA_INFO,
              "/odom": ODOMETRY, "/tf_static": TF_MESSAGE}

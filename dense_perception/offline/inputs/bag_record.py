@@ -27,6 +27,16 @@ OK, WARN = 0, 1  # diagnostic_msgs/DiagnosticStatus levels
 NODE_NAME = "dense_perception"
 
 
+def transform_message(header: Any, child: str, parent_from_child: np.ndarray) -> Any:
+    """A geometry_msgs/TransformStamped from ``header``'s frame to ``child``, of a 4x4 pose."""
+    x, y, z = (float(v) for v in parent_from_child[:3, 3])
+    qx, qy, qz, qw = (float(v) for v in quaternion_from_rotation(parent_from_child[:3, :3]))
+    return _T["geometry_msgs/msg/TransformStamped"](
+        header=header, child_frame_id=child, transform=_T["geometry_msgs/msg/Transform"](
+            translation=_T["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
+            rotation=_T["geometry_msgs/msg/Quaternion"](x=qx, y=qy, z=qz, w=qw)))
+
+
 class RunRecord:
     """Writes the run's /diagnostics (every frame) and /tf (every odometry message) to
     ``out``; ``odometry_topic``: the input's odometry, whose copied messages become /tf."""
@@ -47,15 +57,8 @@ class RunRecord:
         self.out.add(TF_STATIC, TF_MESSAGE, [LATCHED_QOS])
         stamp = _T["builtin_interfaces/msg/Time"](sec=log_time // 1_000_000_000,
                                                   nanosec=log_time % 1_000_000_000)
-        transforms = []
-        for parent, child, mount in mounts:
-            x, y, z = (float(v) for v in mount[:3, 3])
-            qx, qy, qz, qw = (float(v) for v in quaternion_from_rotation(mount[:3, :3]))
-            transforms.append(_T["geometry_msgs/msg/TransformStamped"](
-                header=_T["std_msgs/msg/Header"](stamp=stamp, frame_id=parent),
-                child_frame_id=child, transform=_T["geometry_msgs/msg/Transform"](
-                    translation=_T["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
-                    rotation=_T["geometry_msgs/msg/Quaternion"](x=qx, y=qy, z=qz, w=qw))))
+        transforms = [transform_message(_T["std_msgs/msg/Header"](stamp=stamp, frame_id=parent),
+                                        child, mount) for parent, child, mount in mounts]
         self.out.write(TF_STATIC, _T[TF_MESSAGE](transforms=transforms), log_time)
 
     def frame(self, products: Any, header: Any, log_time: int, camera: str = "") -> None:
