@@ -12,7 +12,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 
 from support.bag_maker import read_bag
-from support.common import TIPS_TEST_MODEL, run_cli
+from support.common import TIPS_TEST_MODEL, layout_topics, run_cli
 from support.motion_bags import CAMERA_IN_BASE, STAMP0, driving, write_motion_bag
 
 from dense_perception.offline.inputs.bag_motion import (OdometryStream, frame_transform,
@@ -54,14 +54,6 @@ def test_the_odometry_is_read_alongside_the_frames_and_interpolated(tmp_path):
             assert stream.buffer.newest_ns() <= STAMP0 * 10**9 + round((t + 0.1) * 1e9)
     finally:
         stream.close()
-
-
-def named_topics(node):
-    """Every string in a Foxglove layout that is a topic (starts with '/'), walked here."""
-    if isinstance(node, dict):
-        return set().union(set(), *(named_topics(v) for v in node.values())) | \
-            {k for k in node if k.startswith("/")}
-    return {node} if isinstance(node, str) and node.startswith("/") else set()
 
 
 def run(tmp_path, capsys, bag, *extra):
@@ -180,7 +172,7 @@ def test_the_output_bag_records_each_frames_status_and_the_odometry_as_tf(tmp_pa
     assert "/tf_static" in messages  # the mounting, copied
     # Its Foxglove layout names only topics the bag holds, and accumulates the cloud in odom.
     layout = json.loads((out / "foxglove_layout.json").read_text())
-    named = named_topics(layout)
+    named = layout_topics(layout)
     assert named == {"/cam/depth/colored", "/cam/depth/camera_info", "/cam/points",
                      "/diagnostics"}  # no normals or segmentation: not among the outputs
     assert all(messages.get(topic) for topic in named)

@@ -170,23 +170,13 @@ def test_a_compressed_topic_alone_computes_its_raw_product_only(harness_factory)
     assert "bandwidth segmentation/labels (kB/s)" not in values  # the raw topic sent nothing
 
 
-def named_topics(node):
-    """Every string in a Foxglove layout that is a topic (starts with '/'), walked here."""
-    if isinstance(node, dict):
-        return set().union(*(named_topics(v) for v in node.values())) | \
-            {k for k in node if k.startswith("/")}
-    if isinstance(node, list):
-        return set().union(*(named_topics(v) for v in node)) if node else set()
-    return {node} if isinstance(node, str) and node.startswith("/") else set()
-
-
 def test_the_foxglove_layout_names_only_topics_the_node_publishes(harness_factory):
     """config/dense_perception.foxglove.json: each topic it names is one the node (in the root
     namespace, the launch file's default) advertises, with the type its panel reads."""
     import json
-    from support.common import REPO
+    from support.common import REPO, layout_topics
     layout = json.loads((REPO / "config" / "dense_perception.foxglove.json").read_text())
-    named = named_topics(layout)
+    named = layout_topics(layout)
     assert {"/depth/colored/compressed", "/points", "/diagnostics"} <= named
     h = harness_factory({"model_path": TIPS_TEST_MODEL})
     wanted = {"/depth/colored/compressed": "sensor_msgs/msg/CompressedImage",

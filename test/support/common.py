@@ -74,6 +74,17 @@ class SlowRunner:
         return self.inner.run()
 
 
+def layout_topics(node) -> set:
+    """Every string in a Foxglove layout that is a topic (starts with '/'), walked here rather
+    than read with the package's own layout code."""
+    if isinstance(node, dict):
+        return set().union(*(layout_topics(v) for v in node.values())) | \
+            {k for k in node if k.startswith("/")}
+    if isinstance(node, list):
+        return set().union(*(layout_topics(v) for v in node))
+    return {node} if isinstance(node, str) and node.startswith("/") else set()
+
+
 def run_cli(argv, capsys, **kwargs):
     """``dense-perception ARGV`` in this process: (exit status, stdout, stderr)."""
     from dense_perception.offline import cli
