@@ -26,10 +26,16 @@ FLOOR_SCATTER_WEIGHT = 1.5    # ground plane: the floor's own scatter about its 
 REFERENCE_SIGMA = 0.01        # reference: its registration and its own calibration, ~1 %
 
 
+def robust_spread(logs: np.ndarray) -> float:
+    """The standard deviation of ``logs``, robustly: 1.4826 x their median absolute deviation
+    (0 for none)."""
+    return 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if len(logs) else 0.0
+
+
 def standard_error(logs: np.ndarray, floor: float) -> float:
     """Relative standard error of a median of log ratios ``logs``: their robust spread over
     the square root of the samples that count as independent, and ``floor`` in quadrature."""
-    spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if len(logs) else 1.0
+    spread = robust_spread(logs) if len(logs) else 1.0
     count = max(1, min(len(logs), INDEPENDENT_SAMPLES))
     return math.sqrt(spread ** 2 / count + floor ** 2)
 
@@ -139,8 +145,8 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     offsets = plane_offset(points, np.asarray(best.normal, dtype=points.dtype), best.d)
     near = np.abs(offsets) <= GROUND_INLIER_TOLERANCE
     logs = np.log1p(offsets[near])
-    scatter = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if len(logs) else 0.0
-    sigma = math.hypot(standard_error(logs, FLOOR_SIGMA), FLOOR_SCATTER_WEIGHT * scatter)
+    sigma = math.hypot(standard_error(logs, FLOOR_SIGMA),
+                       FLOOR_SCATTER_WEIGHT * robust_spread(logs))
     result = Estimate(camera_height / best.d, best.share, count,
                       normal=tuple(float(x) for x in best.normal), sigma=sigma)
     if best.share < min_inlier_ratio or count < MIN_SUPPORT:
