@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .estimators import Estimate, fuse_measurements, measured
+from .estimators import Estimate, fuse_measurements, fused_systematic, measured
 
 CHECKED_SOURCES = ("motion", "reference_depth")  # the sources a check goes beside
 # What each source's scale rests on: what to check when it disagrees with another.
@@ -39,4 +39,5 @@ def cross_check(first: Estimate, check: Estimate, source: str, check_source: str
             f"both errors (2 sigma {200 * first.sigma:.0f} % and {200 * check.sigma:.0f} %): "
             f"withheld; {RESTS_ON.get(source, '')} {RESTS_ON.get(check_source, '')}").rstrip(),
             clock_offset=first.clock_offset), True
-    return replace(first, scale=fused[0], sigma=fused[1]), False
+    return replace(first, scale=fused[0], sigma=fused[1], systematic=fused_systematic(
+        first.sigma, first.systematic, check.sigma, check.systematic)), False

@@ -50,6 +50,9 @@ class Estimate:
     reason: str = ""
     normal: tuple[float, float, float] | None = None  # ground plane, camera optical frame
     sigma: float | None = None  # relative standard error (log scale) from the source's own data
+    # the part of ``sigma`` that the next frame of the same view repeats (a camera height, a
+    # floor that is two surfaces, a registration): averaging frames never removes it
+    systematic: float = 0.0
     clock_offset: float | None = None  # motion: the pose clock's offset measured (s)
     # motion's scale map: log correction over the view (median 0) on the estimate's grid
     correction: np.ndarray | None = field(default=None, repr=False, compare=False)
@@ -84,6 +87,15 @@ def fuse_measurements(scale_a: float, sigma_a: float, scale_b: float, sigma_b: f
         return None
     log = (math.log(scale_a) * var_b + math.log(scale_b) * var_a) / (var_a + var_b)
     return math.exp(log), math.sqrt(var_a * var_b / (var_a + var_b))
+
+
+def fused_systematic(sigma_a: float, systematic_a: float, sigma_b: float, systematic_b: float
+                     ) -> float:
+    """The systematic part of :func:`fuse_measurements`' result: each source's own, weighted
+    as its scale is (inverse variance), in quadrature (two sources' systematic errors are
+    independent)."""
+    var_a, var_b = sigma_a ** 2, sigma_b ** 2
+    return math.hypot(var_b * systematic_a, var_a * systematic_b) / (var_a + var_b)
 
 
 def on_model_grid(plan: FitPlan, depth: np.ndarray, valid: np.ndarray | None, k: Intrinsics
@@ -145,10 +157,12 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     offsets = plane_offset(points, np.asarray(best.normal, dtype=points.dtype), best.d)
     near = np.abs(offsets) <= GROUND_INLIER_TOLERANCE
     logs = np.log1p(offsets[near])
+    systematic = math.hypot(FLOOR_SIGMA, FLOOR_SCATTER_WEIGHT * robust_spread(logs))
     sigma = math.hypot(standard_error(logs, FLOOR_SIGMA),
                        FLOOR_SCATTER_WEIGHT * robust_spread(logs))
     result = Estimate(camera_height / best.d, best.share, count,
-                      normal=tuple(float(x) for x in best.normal), sigma=sigma)
+                      normal=tuple(float(x) for x in best.normal), sigma=sigma,
+                      systematic=systematic)
     if best.share < min_inlier_ratio or count < MIN_SUPPORT:
         return replace(result, scale=None, reason=(
             f"the robot's floor (the level plane at the foot of the view) holds "
@@ -194,7 +208,8 @@ def reference_scale(relative: np.ndarray, reference: np.ndarray, plan: FitPlan,
     count = int(inliers.sum())
     ratio = count / len(log_ratio)
     result = Estimate(math.exp(float(np.median(log_ratio[inliers]))), ratio, count,
-                      sigma=standard_error(log_ratio[inliers], REFERENCE_SIGMA))
+                      sigma=standard_error(log_ratio[inliers], REFERENCE_SIGMA),
+                      systematic=REFERENCE_SIGMA)
     if ratio < min_inlier_ratio or count < MIN_SUPPORT:
         return replace(result, scale=None, reason=(
             f"reference ratios agree on only {ratio:.0%} of the pixels (< {min_inlier_ratio:.0%})"))

@@ -313,7 +313,8 @@ class DepthScaler:
                                     bounded_out=bounded_out, disagrees=disagrees,
                                     metric_model=metric_model)
             return self.last
-        scale = self.filter.update(t, None if own_only else est.scale, est.sigma)
+        scale = self.filter.update(t, None if own_only else est.scale, est.sigma,
+                                   est.systematic)
         if check_disagrees:
             scale = None  # the two sources disagree: neither, nor the scale held, is trusted
         good_t = self.filter.last_good_t

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .estimators import Estimate, fuse_measurements, measured
+from .estimators import Estimate, fuse_measurements, fused_systematic, measured
 
 GAP_MEMORY = 30  # measurements: the disagreement's running mean (1/n at first)
 
@@ -27,15 +27,17 @@ def with_model_metres(est: Estimate, source: str, model_error: float
     ``source``) fused with the network's own claim (1, ``model_error``), and whether the two
     disagree beyond 3 standard errors of both (then ``est`` alone, with the reason). Without a
     measurement, or one without an error, the network's own metres stand."""
+    # The network's error is its bias on this camera and room: all systematic.
     if not measured(est):
-        return replace(est, scale=1.0, sigma=model_error), False
+        return replace(est, scale=1.0, sigma=model_error, systematic=model_error), False
     fused = fuse_measurements(est.scale, est.sigma, 1.0, model_error)
     if fused is None:
         return replace(est, reason=(
             f"the network's metres are {1.0 / est.scale:.2f}x what {source} measures, beyond "
             f"both errors ({200.0 * model_error:.0f} % and {200.0 * est.sigma:.0f} %, 2 "
             f"sigma): corrected by {source}")), True
-    return replace(est, scale=fused[0], sigma=fused[1]), False
+    return replace(est, scale=fused[0], sigma=fused[1], systematic=fused_systematic(
+        est.sigma, est.systematic, model_error, model_error)), False
 
 
 class ModelMetres:

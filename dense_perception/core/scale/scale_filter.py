@@ -41,8 +41,12 @@ class ScaleFilter:
       Each estimate with its own relative error ``sigma`` adds information 1 / sigma^2, in
       proportion to the time it covers (estimates within :data:`CORRELATION_S` of each other
       share their errors: a stream of them counts as one per :data:`CORRELATION_S`); time
-      adds :data:`DRIFT_PER_S` ^2 per second of variance. :attr:`sigma` is the scale's relative
-      standard error, so a held scale loses its claim as time passes. An estimate farther from
+      adds :data:`DRIFT_PER_S` ^2 per second of variance. An estimate's ``systematic`` part
+      (a camera height, a floor that is two surfaces, a registration) is the same in the next
+      frame of the same view and never averages out: the filter keeps the weighted mean of its
+      estimates' (the log scale's own weights) and its error never drops below it.
+      :attr:`sigma` is the scale's relative standard error, so a held scale loses its claim as
+      time passes and a steady view never claims more than one frame of it can know. An estimate farther from
       the scale than 3 standard errors of both is a disagreement (:attr:`disagrees`).
     * The window holds the estimates of the last time constant (and at least the last 3, so
       that a slow camera can still make a step), at most :data:`WINDOW_MAX` (zero or repeated
@@ -60,6 +64,7 @@ class ScaleFilter:
         self.note = ""  # why this frame's estimate was not used, "" when it was (or had none)
         self._variance: float | None = None  # of the log scale (None: no error known)
         self._variance_t: float | None = None
+        self._systematic = 0.0  # the estimates' systematic part (log scale), weighted as the log
         self.disagrees = False  # this frame's estimate is beyond both errors from the scale
 
     @property
@@ -78,7 +83,7 @@ class ScaleFilter:
         scale or when its estimates carried no error."""
         if self._log is None or self._variance is None:
             return None
-        return math.sqrt(self._variance)
+        return math.sqrt(max(self._variance, self._systematic ** 2))
 
     def _age_variance(self, t: float) -> None:
         """Time adds drift to the variance (frame stamps; never backwards)."""
@@ -103,7 +108,7 @@ class ScaleFilter:
         scale in use (both errors known)."""
         if sigma is None or self._variance is None or self._log is None:
             return False
-        return (x - self._log) ** 2 > 9.0 * (self._variance + sigma ** 2)
+        return (x - self._log) ** 2 > 9.0 * (self.sigma ** 2 + sigma ** 2)
 
     def spread(self) -> float:
         """Robust relative spread (1.4826 x MAD of log scale) of the estimates in the window."""
@@ -112,11 +117,12 @@ class ScaleFilter:
         x = np.array([s for _, s in self._window])
         return 1.4826 * float(np.median(np.abs(x - np.median(x))))
 
-    def update(self, t: float, estimate: float | None, sigma: float | None = None
-               ) -> float | None:
+    def update(self, t: float, estimate: float | None, sigma: float | None = None,
+               systematic: float = 0.0) -> float | None:
         """Feed the estimate of the frame stamped ``t`` (s); None = no trustworthy estimate.
         ``sigma``: the estimate's relative standard error (log scale), when its source knows
-        it."""
+        it; ``systematic``: the part of ``sigma`` that does not average out over frames."""
+        systematic = min(max(systematic, 0.0), sigma or 0.0)
         self.note = ""
         self.disagrees = False
         if self._last_t is not None and t < self._last_t - self.time_constant:
@@ -135,7 +141,7 @@ class ScaleFilter:
         dt = 0.0 if self._last_t is None else max(t - self._last_t, 0.0)
         alpha = 1.0 - math.exp(-dt / self.time_constant)
         if self._log is None:
-            self._log, self._count = x, 1
+            self._log, self._count, self._systematic = x, 1, systematic
             self._variance = None
             self._add_information(t, sigma)
         else:
@@ -151,6 +157,7 @@ class ScaleFilter:
                     and abs(step) > bound):
                 self._log += step
                 self._variance = None  # a new scene: its error starts from its own estimates
+                self._systematic = systematic
                 self._add_information(t, sigma_in)
                 self._count = len(recent)  # as if the new scene's estimates were averaged
                 while self._window and self._window[0][0] < t - self.time_constant / 3.0:
@@ -167,6 +174,7 @@ class ScaleFilter:
                 self._count += 1
                 weight = max(alpha, 1.0 / self._count)
                 self._log += weight * min(max(x - self._log, -bound), bound)
+                self._systematic += weight * (systematic - self._systematic)
         self._last_t = t
         self.last_good_t = t
         return self.scale
@@ -175,6 +183,7 @@ class ScaleFilter:
         """Drop the scale and the window but keep ``last_good_t`` (reports give the age)."""
         self._log, self._last_t, self._count = None, None, 0
         self._variance = self._variance_t = None
+        self._systematic = 0.0
         self._window.clear()
 
     def reset(self) -> None:
