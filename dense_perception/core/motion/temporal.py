@@ -5,8 +5,12 @@ frame where the two agree.
 
 Per frame, with the camera motion from the previous frame known:
 
-1. The previous output is moved into the new view (:func:`.warp.forward_warp`, z-buffer:
-   occluded surfaces lose; pixels nothing lands on are newly seen).
+1. The previous output is moved into the new view, looked up from it
+   (:func:`.warp.backward_warp`: each new pixel, at the new frame's depth brought to the
+   past's scale, is found in the previous view and the previous output sampled there,
+   bilinearly): every pixel the previous view saw gets a value, with no holes between moved
+   pixels and none rounded to the grid; where the new view sees what the previous did not,
+   the value is the previous view's nearer surface, which disagrees (step 3).
 2. The new frame's depth is aligned to it by one robust scale (median log ratio over the
    overlap), *anchored*: on frames that measure their own scale (a motion, floor or reference
    estimate; for a scale that is not estimated, the model's own units) the ratio is pulled
@@ -17,15 +21,22 @@ Per frame, with the camera motion from the previous frame known:
    measurement is taken as it is: the past is no better there.
 3. Where the moved previous output and the aligned new depth agree within
    :data:`BLEND_SPREADS` times the spread of their disagreement over the overlap (at most
-   :data:`AGREE_TOLERANCE`), the two are blended; elsewhere (occlusion, newly seen, a moving
-   thing: a disagreement beyond the frames' own noise) the new frame's depth is taken as it
-   is and the pixel's count of held frames starts again. The past's weight is a Kalman
-   filter's: the frames' own noise (the spread beyond :data:`WARP_NOISE`) against the past's
-   (that noise over the frames it has held, plus the warp's), at most
-   :data:`MAX_PREVIOUS_WEIGHT`. Depth that agrees with the past to within the warp's
-   precision has no noise to remove and is taken as it is; a thing that moves by itself (the
-   camera's motion does not explain it) stops being blended as soon as it disagrees beyond
-   the frames' noise, however many frames it has held.
+   :data:`BLEND_MAX`), the two are blended (in log depth); elsewhere (occlusion, newly
+   seen, a moving thing: a disagreement beyond the frames' own noise) the new frame's depth
+   is taken as it is and the pixel's count of held frames starts again. The past's weight is
+   a Kalman filter's: the frames' own noise (the spread beyond :data:`WARP_NOISE`) against
+   the past's (that noise over the frames it has held, plus the warp's), at most
+   :data:`MAX_PREVIOUS_WEIGHT`, tapered to 0 as the disagreement nears the tolerance (Tukey's
+   biweight), so the output has no step where pixels pass from blended to not. Depth that
+   agrees with the past to within the warp's precision has no noise to remove and is taken
+   as it is; a thing that moves by itself (the camera's motion does not explain it) stops
+   being blended as soon as it disagrees beyond the frames' noise, however many frames it
+   has held.
+
+Hence the lookup and the taper: a forward warp (each previous pixel moved to its nearest new
+pixel) with a hard tolerance leaves branching cracks (pixels nothing lands on between the
+moved ones take the new frame as it is) and blocks (pixels rounded to the grid, steps at the
+tolerance), carried on from frame to frame.
 
 It starts afresh, and says why, when there is no pose or no previous output, when the motion
 is large (more than ``max_translation`` or :data:`MAX_ROTATION_DEG`) or the frames far apart
@@ -42,7 +53,7 @@ import numpy as np
 
 from ..geometry.intrinsics import Intrinsics
 from .pose import motion, rotation_angle_deg
-from .warp import forward_warp
+from .warp import backward_warp
 
 class DepthUnit(NamedTuple):
     """What a published depth is in: its scale source and whether it is metric. Depths of two
@@ -52,9 +63,13 @@ class DepthUnit(NamedTuple):
     metric: bool
 
 
-AGREE_TOLERANCE = 0.25     # |log ratio| within which the two depths are blended (about 28 %)
+AGREE_TOLERANCE = 0.25     # |log ratio| within which the two agree (about 28 %): a new scene
+                           # is where less than MIN_AGREEMENT of the overlap does
+BLEND_MAX = 0.4            # |log ratio| beyond which the past is never blended (about 50 %;
+                           # the taper gives it 37 % of its weight at 28 %)
 MAX_PREVIOUS_WEIGHT = 0.9  # the previous output's largest share of a fused pixel
-BLEND_SPREADS = 4.0        # the blend's tolerance: this many times the disagreement's spread
+BLEND_SPREADS = 8.0        # the blend's tolerance (the taper's zero): this many times the
+                           # disagreement's spread
 WARP_NOISE = 0.005         # log: what the warp and the poses leave between views of a still scene
 MAD_TO_SIGMA = 1.4826      # a normal distribution's standard deviation per median |deviation|
 ANCHOR_TIME_S = 0.3        # s: time constant of the pull towards the frames' own scale
@@ -72,7 +87,7 @@ def blend_weights(residual: np.ndarray, held: np.ndarray, mad: float
     either is missing), ``held`` how many frames each moved pixel has held, ``mad`` the median
     residual over the overlap."""
     spread = MAD_TO_SIGMA * mad
-    tolerance = np.float32(min(BLEND_SPREADS * spread, AGREE_TOLERANCE))
+    tolerance = np.float32(min(BLEND_SPREADS * spread, BLEND_MAX))
     with np.errstate(invalid="ignore"):
         blend = residual < tolerance          # False where either is missing
     # The frames' own noise is the spread beyond what the warp and the poses make; the past
@@ -82,7 +97,10 @@ def blend_weights(residual: np.ndarray, held: np.ndarray, mad: float
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = h * np.float32(noise) / (
             (h + 1.0) * np.float32(noise) + h * np.float32(WARP_NOISE * WARP_NOISE))
-    weight = np.where(blend, np.minimum(np.nan_to_num(weight), MAX_PREVIOUS_WEIGHT), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # tolerance 0: nothing is blended
+        taper = np.square(1.0 - np.square(residual / tolerance))  # no step at the tolerance
+        weight = np.where(blend, np.minimum(np.nan_to_num(weight), MAX_PREVIOUS_WEIGHT) * taper,
+                          0.0)
     return blend, weight.astype(np.float32)
 
 
@@ -142,7 +160,13 @@ class TemporalAligner:
         if why:
             return self._restart(t, pose, depth, k, unit, why)
         a_to_b = motion(self._pose, pose)
-        moved, held = forward_warp(self._depth, k, a_to_b, self._weight)
+        # The new frame at the past's scale finds its pixels in the previous view (the scale
+        # only moves where they are found by a fraction of the parallax).
+        with np.errstate(invalid="ignore", divide="ignore"):
+            guess = np.log(self._depth[::4, ::4]) - np.log(depth[::4, ::4])
+        guess = guess[np.isfinite(guess)]
+        at_past = depth * np.float32(math.exp(float(np.median(guess)))) if len(guess) else depth
+        moved, held = backward_warp(self._depth, k, a_to_b, at_past, self._weight)
         with np.errstate(invalid="ignore", divide="ignore"):
             log_ratio = np.log(moved) - np.log(depth)  # NaN where either is missing
         both = np.isfinite(log_ratio)
@@ -166,7 +190,9 @@ class TemporalAligner:
         # The new frame aligned to the past, the two blended where they agree ...
         new = depth * np.float32(math.exp(offset))
         blend, w_prev = blend_weights(residual, held, float(np.median(np.abs(sample - offset))))
-        fused = np.where(blend, w_prev * moved + (1.0 - w_prev) * new, new)
+        with np.errstate(invalid="ignore"):
+            pull = np.where(blend, w_prev * (log_ratio - np.float32(offset)), np.float32(0.0))
+        fused = new * np.exp(pull.astype(np.float32))
         # ... then the whole output pulled towards this frame's own scale measurement (anchored).
         late = anchor is None and gap is not None
         if anchor is not None:
