@@ -12,8 +12,9 @@ with good poses and every frame published (``max_scale_error`` 1), once with
 * AbsRel at each frame's best scale (median of measured / published): the shape of what is
   published, whatever its metres; the alignment may not make it worse;
 * roughness: the mean |log depth - its 5x5 median| over the view, the fine detail of the
-  published depth (edges, cracks, blocks): the alignment may not add detail the network's own
-  frames do not have;
+  published depth: cracks, specks and the grid-scale texture of pixels rounded to the grid
+  count, a straight edge (a block's, or an object's) does not (the median keeps it); the
+  alignment may not add detail the network's own frames do not have;
 * TAE (``tools.eval.sequence``'s): the flicker the alignment is there to remove.
 """
 
@@ -106,12 +107,14 @@ def streak_section(networks: dict[str, DensePipeline], pictures: Path | None) ->
     """The section: one table per network, and pictures of one frame (under ``pictures``)."""
     lines = [
         HEADING, "",
-        "The temporal alignment moves the published past into each new view and corrects the "
-        "new frame by it where the two agree (docs/odometry.md). Each shared stretch of "
+        "The temporal alignment moves the published past into each new view and blends it into "
+        "the new frame where the two agree ([Metric depth](metric-depth.md), "
+        "`temporal_alignment`). Each shared stretch of "
         "`7scenes-redkitchen-sfm` with good poses and every frame published (`max_scale_error "
         "1`), with and without `temporal_alignment` (`tools/eval/streaks.py`): AbsRel at each "
         "frame's best scale (the shape published, whatever its metres), *roughness* (the mean "
-        "|log depth − its 5×5 median|: the depth's fine detail, where cracks and blocks show) "
+        "|log depth − its 5×5 median|: the depth's fine detail, where cracks, specks and the "
+        "texture of pixels rounded to the grid show; a straight edge does not count) "
         "and TAE, over the frames both publish.", ""]
     for name, base in networks.items():
         lines_after: list[str] = []
