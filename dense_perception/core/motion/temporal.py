@@ -94,10 +94,9 @@ def blend_weights(residual: np.ndarray, held: np.ndarray, mad: float
     # (held frames of it, plus the warp's noise) weighted against the new frame by the two.
     noise = max(spread * spread - WARP_NOISE * WARP_NOISE, 0.0)
     h = held.astype(np.float32)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # tolerance 0: nothing is blended
         weight = h * np.float32(noise) / (
             (h + 1.0) * np.float32(noise) + h * np.float32(WARP_NOISE * WARP_NOISE))
-    with np.errstate(invalid="ignore", divide="ignore"):  # tolerance 0: nothing is blended
         taper = np.square(1.0 - np.square(residual / tolerance))  # no step at the tolerance
         weight = np.where(blend, np.minimum(np.nan_to_num(weight), MAX_PREVIOUS_WEIGHT) * taper,
                           0.0)

@@ -157,9 +157,9 @@ def ground_plane_scale(depth: np.ndarray, k: Intrinsics, camera_height: float,
     offsets = plane_offset(points, np.asarray(best.normal, dtype=points.dtype), best.d)
     near = np.abs(offsets) <= GROUND_INLIER_TOLERANCE
     logs = np.log1p(offsets[near])
-    systematic = math.hypot(FLOOR_SIGMA, FLOOR_SCATTER_WEIGHT * robust_spread(logs))
-    sigma = math.hypot(standard_error(logs, FLOOR_SIGMA),
-                       FLOOR_SCATTER_WEIGHT * robust_spread(logs))
+    scatter = FLOOR_SCATTER_WEIGHT * robust_spread(logs)
+    systematic = math.hypot(FLOOR_SIGMA, scatter)
+    sigma = math.hypot(standard_error(logs, FLOOR_SIGMA), scatter)
     result = Estimate(camera_height / best.d, best.share, count,
                       normal=tuple(float(x) for x in best.normal), sigma=sigma,
                       systematic=systematic)

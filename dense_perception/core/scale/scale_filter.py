@@ -10,6 +10,8 @@ from collections import deque
 
 import numpy as np
 
+from .estimators import robust_spread
+
 STEP_MIN_LOG = 0.05           # smallest change the step detector takes over at once (about 5 %)
 JUMP_MIN_LOG = math.log(1.25)  # an estimate this far off the filtered scale (25 %) is not used
 WINDOW_MAX = 256              # estimates kept at most (stamps that do not advance never expire)
@@ -46,8 +48,9 @@ class ScaleFilter:
       frame of the same view and never averages out: the filter keeps the weighted mean of its
       estimates' (the log scale's own weights) and its error never drops below it.
       :attr:`sigma` is the scale's relative standard error, so a held scale loses its claim as
-      time passes and a steady view never claims more than one frame of it can know. An estimate farther from
-      the scale than 3 standard errors of both is a disagreement (:attr:`disagrees`).
+      time passes and a steady view never claims more than one frame of it can know. An
+      estimate farther from the scale than 3 standard errors of both is a disagreement
+      (:attr:`disagrees`).
     * The window holds the estimates of the last time constant (and at least the last 3, so
       that a slow camera can still make a step), at most :data:`WINDOW_MAX` (zero or repeated
       stamps never age out).
@@ -114,8 +117,7 @@ class ScaleFilter:
         """Robust relative spread (1.4826 x MAD of log scale) of the estimates in the window."""
         if len(self._window) < 2:
             return 0.0
-        x = np.array([s for _, s in self._window])
-        return 1.4826 * float(np.median(np.abs(x - np.median(x))))
+        return robust_spread(np.array([s for _, s in self._window]))
 
     def update(self, t: float, estimate: float | None, sigma: float | None = None,
                systematic: float = 0.0) -> float | None:
