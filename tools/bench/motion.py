@@ -1,15 +1,16 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
-"""The camera-motion stages per 504x280 frame (DA3-Small's published grid): the temporal
-alignment (the previous output looked up from the new view, robust alignment, fusion), the
-TAE of the last two outputs, and the motion scale (two DIS flows at 320 px wide, the fit with its error, the pose
-clock's offset, each from the estimator's own stage timers), the scale map (on a full frame
-with a third of its pixels trusted) and the scale filter, on a painted textured scene seen along a hand-held-like path. Medians of
-interleaved rounds; the goals on the project's 2-core machine: the alignment <= 5 ms, the
-filter and the map together <= 8 ms. Each stage is also given per second of 30 Hz video
-(ms of one core per second, every frame posed) and, with ``--model LABEL=PATH`` (``make bench``
-passes its real-size DA3 and TIPSv2 stand-ins), as a share of that model's own CPU inference
-on this machine. Run: ``make bench`` (one of its steps), or
+"""The camera-motion stages per 504x280 frame (DA3-Small's published grid): the temporal alignment
+(the previous output looked up from the new view, robust alignment, fusion), the TAE of the
+last two outputs, and the motion scale (two DIS flows at 320 px wide, the fit with its error,
+the pose clock's offset, each from the estimator's own stage timers), the scale map (on a full
+frame with a third of its pixels trusted) and the scale filter, on a painted textured scene
+seen along a hand-held-like path. Medians of interleaved rounds; the goals on the project's
+2-core machine: the alignment <= 5 ms, the filter and the map together <= 8 ms. Each stage is
+also given per second of 30 Hz video (ms of one core per second, every frame posed) and, with
+``--model LABEL=PATH`` (``make bench`` passes its real-size DA3 and TIPSv2 stand-ins), as a
+share of that model's own CPU inference on this machine.
+Run: ``make bench`` (one of its steps), or
 ``python -m tools.bench.motion --rounds 40``.
 
 ``--json PATH`` keeps the stages' ms; ``--compare A.json B.json`` prints A / B per stage:

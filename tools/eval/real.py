@@ -248,9 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             {kind: pipelines["none"]}
         text = text.rstrip("\n") + "\n\n" + stretch_section(nets, args.out.parent)
         from tools.eval.streaks import streak_section  # what the alignment does to the picture
-        text = text.rstrip("\n") + "\n\n" + streak_section(
-            {name: net for name, net in nets.items() if not net.spec.metric_depth},
-            args.out.parent)
+        text = text.rstrip("\n") + "\n\n" + streak_section(nets, args.out.parent)
         from tools.eval.metric_network import metric_section  # FastDepth's own metres
         if FASTDEPTH.is_file():
             text = text.rstrip("\n") + "\n\n" + metric_section(pipelines["none"])

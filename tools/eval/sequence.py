@@ -80,6 +80,27 @@ def _best(truth: np.ndarray, depth: np.ndarray) -> float:
     return float(np.nanmedian(truth / depth))
 
 
+def best_scale_absrel(depth: np.ndarray, truth: np.ndarray) -> float:
+    """AbsRel of ``depth`` at its best single scale (median of truth / depth), over the pixels
+    both have."""
+    return float(np.nanmean(np.abs(depth * _best(truth, depth) - truth) / truth))
+
+
+def finish_frames(pipe: DensePipeline, seq: Sequence, poses: list[np.ndarray],
+                  scaler: DepthScaler | None, cam: CameraMotion
+                  ) -> tuple[dict[int, np.ndarray], dict[int, float | None]]:
+    """Every frame of ``seq`` inferred and finished by ``pipe`` as ``process`` does, fed
+    ``poses``: the depth of the frames published in metres, and each one's claimed error."""
+    outputs, sigmas = {}, {}
+    for i, path in enumerate(seq.colour):
+        raw = pipe.infer(cv2.imread(str(path), cv2.IMREAD_COLOR), "bgr8", camera=seq.k)
+        products = pipe.finish(raw, None, scaler, seq.stamps[i], pose=poses[i], motion=cam)
+        if products.depth is not None and products.depth_metric:
+            outputs[i] = products.depth
+            sigmas[i] = None if products.scale is None else products.scale.sigma
+    return outputs, sigmas
+
+
 def evaluate(base: DensePipeline, seq: Sequence, min_baseline: float = 0.1,
              poses: list[np.ndarray] | None = None, rows: tuple[str, ...] = ROWS,
              max_scale_error: float = ScaleConfig.max_scale_error) -> dict:
@@ -115,14 +136,8 @@ def evaluate(base: DensePipeline, seq: Sequence, min_baseline: float = 0.1,
     for row, (pipe, scaler) in runs.items():
         if row not in rows:
             continue
-        cam = CameraMotion(MotionConfig(min_baseline=min_baseline))
-        outputs[row], sigmas[row] = {}, {}
-        for i, path in enumerate(seq.colour):
-            raw = pipe.infer(cv2.imread(str(path), cv2.IMREAD_COLOR), "bgr8", camera=seq.k)
-            products = pipe.finish(raw, None, scaler, seq.stamps[i], pose=fed[i], motion=cam)
-            if products.depth is not None and products.depth_metric:
-                outputs[row][i] = products.depth
-                sigmas[row][i] = None if products.scale is None else products.scale.sigma
+        outputs[row], sigmas[row] = finish_frames(
+            pipe, seq, fed, scaler, CameraMotion(MotionConfig(min_baseline=min_baseline)))
     return {row: figures(outputs[row], truths, relative, seq, sigmas.get(row)) for row in rows}
 
 
@@ -138,8 +153,7 @@ def figures(published: dict[int, np.ndarray], truths: list[np.ndarray],
                for i in idx if i + 1 in published]
     errors = [float(np.nanmedian(published[i] / truths[i])) - 1 for i in idx]
     absrel = [float(np.nanmean(np.abs(published[i] - truths[i]) / truths[i])) for i in idx]
-    best = [float(np.nanmean(np.abs(relative[i] * _best(truths[i], relative[i]) - truths[i])
-                             / truths[i])) for i in idx]
+    best = [best_scale_absrel(relative[i], truths[i]) for i in idx]
     within = None
     if sigmas is not None and idx:
         within = float(np.mean([sigmas.get(i) is not None and

@@ -35,7 +35,7 @@ from dense_perception.core.motion.warp import tae
 from dense_perception.core.pipeline import DensePipeline, load_pipeline
 from dense_perception.core.scale.metric_scale import DepthScaler, ScaleConfig
 from dense_perception.core.settings.table import Settings
-from tools.eval.sequence import Sequence, read_sequence
+from tools.eval.sequence import Sequence, best_scale_absrel, finish_frames, read_sequence
 from tools.eval.stretches import label, networks, stretches
 
 HEADING = "## Temporal alignment: cracks and blocks"
@@ -50,37 +50,26 @@ def roughness(depth: np.ndarray) -> float:
     return float(np.nanmean(np.abs(log - cv2.medianBlur(log, 5))))
 
 
-def best_scale_absrel(depth: np.ndarray, truth: np.ndarray) -> float:
-    """AbsRel of ``depth`` at its best single scale (median of truth / depth)."""
-    seen = np.isfinite(truth) & np.isfinite(depth) & (depth > 0)
-    scaled = depth[seen] * np.median(truth[seen] / depth[seen])
-    return float(np.mean(np.abs(scaled - truth[seen]) / truth[seen]))
-
-
 def published(base: DensePipeline, seq: Sequence, aligned: bool) -> dict[int, np.ndarray]:
     """The depth ``process --poses ... --depth-scale-source motion`` publishes per frame, with
     every frame in metres (bound 1), ``temporal_alignment`` on or off."""
     config = replace(base.config, fit="stretch", output_resolution="input",
                      depth_scale_source="motion")
-    pipe = DensePipeline(base.runner, base.spec, config)
-    cam = CameraMotion(MotionConfig(min_baseline=0.1, temporal_alignment=aligned))
-    scaler = DepthScaler(ScaleConfig("motion", max_scale_error=1.0))
-    out = {}
-    for i, path in enumerate(seq.colour):
-        raw = pipe.infer(cv2.imread(str(path), cv2.IMREAD_COLOR), "bgr8", camera=seq.k)
-        products = pipe.finish(raw, None, scaler, seq.stamps[i], pose=seq.poses[i], motion=cam)
-        if products.depth is not None and products.depth_metric:
-            out[i] = products.depth
-    return out
+    return finish_frames(DensePipeline(base.runner, base.spec, config), seq, seq.poses,
+                         DepthScaler(ScaleConfig("motion", max_scale_error=1.0)),
+                         CameraMotion(MotionConfig(min_baseline=0.1,
+                                                   temporal_alignment=aligned)))[0]
 
 
-def figures(outputs: dict[int, np.ndarray], seq: Sequence, frames: list[int]) -> dict:
-    """AbsRel at each frame's best scale, roughness and TAE over ``frames``."""
-    truths = {i: seq.truth(i) for i in frames}
+def figures(outputs: dict[int, np.ndarray], seq: Sequence, truths: dict[int, np.ndarray]
+            ) -> dict:
+    """AbsRel at each frame's best scale, roughness and TAE over the frames of ``truths``
+    (their measured depth)."""
     flicker = [tae(outputs[i], outputs[i + 1], seq.k, motion(seq.poses[i], seq.poses[i + 1]))
-               for i in frames if i + 1 in truths]
-    return {"absrel": float(np.mean([best_scale_absrel(outputs[i], truths[i]) for i in frames])),
-            "roughness": float(np.mean([roughness(outputs[i]) for i in frames])),
+               for i in truths if i + 1 in truths]
+    return {"absrel": float(np.mean([best_scale_absrel(outputs[i], t)
+                                     for i, t in truths.items()])),
+            "roughness": float(np.mean([roughness(outputs[i]) for i in truths])),
             "tae": float(np.mean(flicker)) if flicker else float("nan")}
 
 
@@ -104,7 +93,9 @@ def save_picture(path: Path, depth: np.ndarray, truth: np.ndarray, caption: str)
 
 
 def streak_section(networks: dict[str, DensePipeline], pictures: Path | None) -> str:
-    """The section: one table per network, and pictures of one frame (under ``pictures``)."""
+    """The section: one table per network that publishes relative depth (a metric one's
+    metres are its own, not the motion scale's), and pictures of one frame (under
+    ``pictures``)."""
     lines = [
         HEADING, "",
         "The temporal alignment moves the published past into each new view and blends it into "
@@ -117,6 +108,8 @@ def streak_section(networks: dict[str, DensePipeline], pictures: Path | None) ->
         "texture of pixels rounded to the grid show; a straight edge does not count) "
         "and TAE, over the frames both publish.", ""]
     for name, base in networks.items():
+        if base.spec.metric_depth:
+            continue
         lines_after: list[str] = []
         lines += [f"### {name}", "",
                   "| stretch | frames | AbsRel at best scale: aligned / not | roughness ×1000: "
@@ -124,28 +117,29 @@ def streak_section(networks: dict[str, DensePipeline], pictures: Path | None) ->
         for folder in stretches():
             seq = read_sequence(folder, folder / "trajectory.tum", folder / "camera.yaml")
             on, off = published(base, seq, True), published(base, seq, False)
-            frames = sorted(set(on) & set(off))
-            if not frames:
+            truths = {i: seq.truth(i) for i in sorted(set(on) & set(off))}
+            if not truths:
                 lines.append(f"| {label(folder)} | 0 | - | - | - |")
                 continue
-            a, b = figures(on, seq, frames), figures(off, seq, frames)
-            lines.append(f"| {label(folder)} | {len(frames)} | {a['absrel']:.4f} / "
+            a, b = figures(on, seq, truths), figures(off, seq, truths)
+            lines.append(f"| {label(folder)} | {len(truths)} | {a['absrel']:.4f} / "
                          f"{b['absrel']:.4f} | {1000 * a['roughness']:.2f} / "
                          f"{1000 * b['roughness']:.2f} | {a['tae']:.4f} / {b['tae']:.4f} |")
             if pictures is not None and label(folder) == PICTURE_STRETCH:
-                lines_after += frame_pictures(name, seq, on, off, pictures)
+                lines_after += frame_pictures(name, truths, on, off, pictures)
         lines += ["", *lines_after]
     return "\n".join(lines)
 
 
-def frame_pictures(name: str, seq: Sequence, on: dict[int, np.ndarray],
+def frame_pictures(name: str, truths: dict[int, np.ndarray], on: dict[int, np.ndarray],
                    off: dict[int, np.ndarray], pictures: Path) -> list[str]:
-    """One frame of the picture stretch, not aligned and aligned, written under ``pictures``;
-    the section's lines that show them (and the forward warp's picture, where it is kept)."""
-    if PICTURE_FRAME not in on or PICTURE_FRAME not in off:
+    """One frame of the picture stretch, not aligned and aligned, written under ``pictures``
+    (coloured by the range of its measured depth, ``truths``); the section's lines that show
+    them (and the forward warp's picture, where it is kept)."""
+    if PICTURE_FRAME not in truths:
         return []
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    truth = seq.truth(PICTURE_FRAME)
+    truth = truths[PICTURE_FRAME]
     shown = {"not": (off, "not aligned"), "aligned": (on, "aligned")}
     for kind, (outputs, caption) in shown.items():
         save_picture(pictures / PICTURE_NAME.format(f"{slug}-{kind}"), outputs[PICTURE_FRAME],
@@ -162,11 +156,6 @@ def frame_pictures(name: str, seq: Sequence, on: dict[int, np.ndarray],
                   "where pixels rounded to the grid and steps at the tolerance.", "",
                   f"![{name}, forward warp]({forward})"]
     return lines + [""]
-
-
-def relative_networks(base: DensePipeline) -> dict[str, DensePipeline]:
-    """The stretch tables' networks that publish relative depth (PyD-Net++ is ``base``)."""
-    return {name: pipe for name, pipe in networks(base).items() if not pipe.spec.metric_depth}
 
 
 def splice(text: str, section: str) -> str:
@@ -193,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     base = load_pipeline(str(PYDNET), Settings(model_type="depth", backend="cpu",
                                                output_resolution="input"))
-    section = streak_section(relative_networks(base), args.out.parent)
+    section = streak_section(networks(base), args.out.parent)
     args.out.write_text(splice(args.out.read_text(), section))
     return 0
 
