@@ -44,7 +44,8 @@ define venv_install
 	@touch $@
 endef
 MAIN_READY := $(VENV)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
-	requirements/ros-kilted.txt requirements/robot.txt requirements/constraints.txt setup.py setup.cfg)
+	requirements/ros-kilted.txt requirements/robot.txt requirements/rerun.txt \
+	requirements/constraints.txt setup.py setup.cfg)
 JAZZY_READY := $(VENV_JAZZY)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
 	requirements/ros-jazzy.txt requirements/constraints-jazzy.txt setup.py setup.cfg)
 NPU_READY := $(VENV_NPU)/.ready-$(call hash_of,requirements/runtime.txt requirements/test.txt \
@@ -63,12 +64,14 @@ $(MAIN_READY):
 	@if $(PYTHON) -c "import rclpy" 2>/dev/null; then \
 	  echo "setup: using the sourced ROS 2 install ($$ROS_DISTRO) through a venv with system site packages"; \
 	  { [ -x $(VENV)/bin/python ] || $(PYTHON) -m venv --system-site-packages $(VENV); } && \
-	  $(VENV)/bin/pip install -q -r requirements/robot.txt -r requirements/test.txt && \
+	  $(VENV)/bin/pip install -q -r requirements/robot.txt -r requirements/test.txt \
+	    -r requirements/rerun.txt && \
 	  $(VENV)/bin/pip install -q --no-deps -e . ; \
 	else \
 	  echo "setup: no sourced ROS 2 found; installing ROS 2 Kilted from pip wheels into $(VENV)"; \
 	  { [ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV); } && \
-	  $(VENV)/bin/pip install -q $(PIP_LOCK) -r requirements/test.txt -r requirements/ros-kilted.txt -e . ; \
+	  $(VENV)/bin/pip install -q $(PIP_LOCK) -r requirements/test.txt -r requirements/rerun.txt \
+	    -r requirements/ros-kilted.txt -e . ; \
 	fi
 	@rm -f $(VENV)/.ready-*
 	@touch $@
@@ -160,7 +163,7 @@ $(PY_EXTRA:%=test-py%): test-py%:
 	  $(MAKE) --no-print-directory test-py$*-run; fi
 
 $(PY_EXTRA:%=test-py%-run): test-py%-run:
-	$(call pytest_parallel,.venv-py$*/bin/python,not export and not gpu and not npu and not repository$(if $(call pins_differ,requirements/constraints-py$*.txt),, and not numerics),)
+	$(call pytest_parallel,.venv-py$*/bin/python,not export and not gpu and not npu and not rerun and not repository$(if $(call pins_differ,requirements/constraints-py$*.txt),, and not numerics),)
 
 # The install recipes of the README, each in a fresh venv: the offline section (pip install .,
 # then dense-perception on a bag) and the robot recipe on Debian's own externally managed
@@ -175,7 +178,8 @@ test-install: setup
 # Regenerate the lock files from fresh venvs that follow the ranges alone (then run the tests).
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
-	  -r requirements/test.txt -r requirements/ros-kilted.txt -e . && .venv-lock/bin/python tools/generate/freeze.py > requirements/constraints.txt
+	  -r requirements/test.txt -r requirements/rerun.txt -r requirements/ros-kilted.txt -e . && \
+	  .venv-lock/bin/python tools/generate/freeze.py > requirements/constraints.txt
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install -q \
 	  -r requirements/test.txt -r requirements/ros-jazzy.txt -e . && .venv-lock/bin/python tools/generate/freeze.py > requirements/constraints-jazzy.txt
 	@for v in $(PY_EXTRA); do p="$$($(MAKE) -s --no-print-directory which-python-$$v)"; \

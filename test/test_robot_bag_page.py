@@ -26,7 +26,8 @@ STRETCH = REAL_SCENES / "7scenes-redkitchen-sfm" / "frames-0200-0299"
 IN_METRES = re.compile(r"(\d+) of (\d+) frames in metres")
 
 # repository: a page of this repository, tried once (make test), in the venv that set it up
-pytestmark = [pytest.mark.slow, pytest.mark.repository, pytest.mark.timeout(300),
+pytestmark = [pytest.mark.slow, pytest.mark.repository, pytest.mark.rerun,
+              pytest.mark.timeout(300),
               pytest.mark.skipif(not (STRETCH.is_dir() and FASTDEPTH.is_file()),
                                  reason="../shared/real-scenes is not beside the repository")]
 
@@ -74,6 +75,13 @@ def test_the_worked_page_runs_as_written_and_its_metres_are_right(tmp_path):
     assert {"scale.png", "summary.json", "foxglove_layout.json"} <= \
         {p.name for p in run.iterdir()}
     assert cv2.imread(str(run / "scale.png")) is not None
+    # The rerun recording, read back: a frame marked in metres for each one published.
+    from test_rerun_recording import column, read_recording
+    found = read_recording(root / "robot_run.rrd")
+    frames, in_metres = column(found, "/scale/in_metres", "Scalars:scalars")
+    assert frames == list(range(100))
+    assert sum(v.as_py()[0] for v in in_metres) == run_n
+    assert len(column(found, "/world/points", "Points3D:positions")[0]) == run_n
     # Every published depth against the measured depth of its frame (registered to the colour
     # camera, millimetres), by stamp: none more than 10 % off, most within 2 %.
     stamps = np.array([float(line.split()[0]) for line in

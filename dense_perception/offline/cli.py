@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require-metres", action="store_true", help="exit 2 when a depth scale "
                    "was to be estimated (--depth-scale-source, or a metric model checked by "
                    "one) and no frame came out in metres: for scripts that need the metres")
+    p.add_argument("--rerun", metavar="FILE.rrd", help="also record the run for the rerun "
+                   "viewer: colour, depth, segmentation with its class names, the cloud in "
+                   "the odometry's frame with the camera's pinhole and pose, and the scale "
+                   "with its 2 sigma over time (one input; pip install "
+                   "'dense-perception[rerun]')")
     files = p.add_argument_group("image and video input")
     files.add_argument("--camera-info-yaml", metavar="FILE", help="the camera's calibration, "
                        "as camera_calibration writes it and camera_info_manager reads it "

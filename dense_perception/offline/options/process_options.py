@@ -60,6 +60,7 @@ class ProcessOptions:
     poses: str | None = _output()            # --poses: a TUM trajectory (images, videos)
     verbose: bool = False
     require_metres: bool = False             # exit 2 when no frame came out in metres
+    rerun: str | None = None                 # --rerun FILE.rrd: the run as a rerun recording
     inputs_from: str | None = None
     force: bool = False
     ray: str | None = None                   # None: no Ray; '': a local instance; an address
@@ -89,6 +90,8 @@ class ProcessOptions:
                            "in this process); add --ray or leave it out")
         if many:
             _check_many(args.out, ray, args.workers, threads)
+        from ..inputs.rerun_record import check_rerun_option
+        check_rerun_option(getattr(args, "rerun", None), many)
         if args.max_frames < 0:
             raise CliError(f"--max-frames must be >= 0, got {args.max_frames}")
         return cls(inputs=tuple(inputs), out=args.out, outputs=args.outputs,
@@ -103,6 +106,7 @@ class ProcessOptions:
                    require_metres=getattr(args, "require_metres", False),
                    odometry_topic=args.odometry_topic,
                    poses=getattr(args, "poses", None),
+                   rerun=getattr(args, "rerun", None),
                    inputs_from=args.inputs_from, force=args.force, ray=ray,
                    workers=args.workers, threads_per_worker=threads, many=many,
                    given=frozenset(name for name, flag in BAG_ONLY.items()

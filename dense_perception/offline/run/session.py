@@ -142,6 +142,10 @@ class ModelSession:
                 warn(pipeline.confidence_note())  # asked for, not the default: it can't act
             summary.update(model, depth_format=plan.depth_format)
             target = source.target(out_path, summary)
+            if plan.options.rerun:
+                from ..inputs.rerun_record import RerunRecording
+                target = RerunRecording(target, Path(plan.options.rerun), world_is_odometry=(
+                    getattr(source, "motion", None) is not None))
             if not quiet:
                 print(f"{PROG}: {plan.spec.display_name} on {pipeline.runner.description}"
                       f"{' (GPU unavailable)' if self.fallback else ''}: "
