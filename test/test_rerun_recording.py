@@ -206,3 +206,33 @@ def test_what_cannot_be_recorded_is_refused_in_one_line(tmp_path, capsys, monkey
                             tmp_path / "y.rrd"], capsys)
     assert code == 2 and "pip install 'dense-perception[rerun]'" in err, err
     assert not (tmp_path / "y.rrd").exists()
+
+
+def test_a_bags_cameras_are_recorded_each_as_its_own(tmp_path, capsys):
+    """Two cameras of one bag (front 64x48 at fx 100, rear 48x48 at fx 60, each its own
+    colour): each under its own entity, with its own pinhole, depth and frame count."""
+    from test_cli_cameras import CAMERAS, FRAMES, write_two_camera_bag
+    src = write_two_camera_bag(tmp_path / "two")
+    rrd = tmp_path / "run.rrd"
+    code, _, err = run_cli(["process", src, "--model", TIPS_TEST_MODEL, "--topic",
+                            "/front/image_raw", "--topic", "/rear/image_raw",
+                            "--output-resolution", "input", "--out", tmp_path / "out",
+                            "--rerun", rrd], capsys)
+    assert code == 0, err
+    found = read_recording(rrd)
+    assert "/world/camera" not in found
+    for camera, (colour, fx, (width, height), _) in CAMERAS.items():
+        entity = f"/world/camera_{camera}"
+        frames, pinholes = column(found, entity, "Pinhole:image_from_camera")
+        assert len(frames) == FRAMES
+        assert np.allclose(np.reshape(pinholes[0].as_py()[0], (3, 3)).T,
+                           [[fx, 0, (width - 1) / 2], [0, fx, (height - 1) / 2], [0, 0, 1]])
+        _, depths = column(found, f"{entity}/image/depth", "DepthImage:buffer")
+        _, formats = column(found, f"{entity}/image/depth", "DepthImage:format")
+        assert len(depths) == FRAMES
+        depth = image(depths[0], formats[0], np.float32)
+        assert depth.shape == (height, width)  # the camera's own grid
+        centre = depth[:, (width - height) // 2:(width + height) // 2]
+        assert np.allclose(centre, tips_depth(colour), rtol=2e-3)
+        assert len(column(found, f"/scale/camera_{camera}/in_metres",
+                          "Scalars:scalars")[0]) == FRAMES

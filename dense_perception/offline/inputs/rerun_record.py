@@ -23,6 +23,9 @@ stamps, a video's or a trajectory's times). Entities, on the published grid:
                                       the claimed 2 sigma in % (as /diagnostics says it), and
                                       whether the frame came out in metres (1) or not (0)
     log/scale                         why a frame was withheld, in words (a text log)
+
+A bag's several cameras (``--topic`` repeated) each get their own: ``world/camera_<its
+namespace>`` for ``world/camera``, ``world/points_camera_<ns>`` and ``scale/camera_<ns>/*``.
 """
 
 from __future__ import annotations
@@ -66,13 +69,17 @@ class RerunRecording(Target):
     """Every frame ``inner`` writes, also logged to a rerun recording at ``path``."""
 
     def __init__(self, inner: Target, path: Path, *, world_is_odometry: bool,
+                 camera_entities: dict[str, str] | None = None,
                  application_id: str = "dense_perception") -> None:
+        """``camera_entities``: several cameras' entity names by image topic (each camera
+        under ``world/<name>`` instead of ``world/camera``)."""
         import rerun as rr
         self.inner, self.path = inner, Path(path)
         self.rr = rr
         self.frames = 0
+        self.camera_entities = camera_entities or {}
         self._rectifier = Rectifier(capacity=1)
-        self._static_done = False
+        self._static_done: set[str] = set()
         self.rec = rr.RecordingStream(application_id)
         self.rec.save(str(self.path))
         if world_is_odometry:
@@ -97,7 +104,8 @@ class RerunRecording(Target):
     # ---- one frame ---------------------------------------------------------------------------
     def _log(self, frame: Frame, products: Any) -> None:
         rr, rec = self.rr, self.rec
-        self._static(products)
+        camera = "world/" + self.camera_entities.get(frame.camera, "camera")
+        self._static(products, camera)
         rec.set_time("frame", sequence=frame.index)
         if frame.header is not None:
             rec.set_time("stamp", timestamp=frame.header.stamp.sec
@@ -106,11 +114,11 @@ class RerunRecording(Target):
             rec.set_time("stamp", duration=frame.time)
         pose = frame.pose
         if pose is not None:
-            rec.log("world/camera", rr.Transform3D(translation=pose[:3, 3],
+            rec.log(camera, rr.Transform3D(translation=pose[:3, 3],
                                                    mat3x3=pose[:3, :3]))
         if products.intrinsics is not None:
             k = products.intrinsics
-            rec.log("world/camera", rr.Pinhole(
+            rec.log(camera, rr.Pinhole(
                 image_from_camera=[[k.fx, 0.0, k.cx], [0.0, k.fy, k.cy], [0.0, 0.0, 1.0]],
                 resolution=[products.width, products.height]))
         colour = self._colour(frame, products)
@@ -118,28 +126,29 @@ class RerunRecording(Target):
             ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(colour, cv2.COLOR_RGB2BGR),
                                     [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
             if ok:
-                rec.log("world/camera/image/rgb",
+                rec.log(f"{camera}/image/rgb",
                         rr.EncodedImage(contents=jpeg.tobytes(), media_type="image/jpeg"))
         if products.depth is not None:
             # rerun reads 0 as "no depth"; the pipeline's NaN is the same thing.
-            rec.log("world/camera/image/depth",
+            rec.log(f"{camera}/image/depth",
                     rr.DepthImage(np.nan_to_num(products.depth, nan=0.0), meter=1.0))
         if products.labels is not None:
-            rec.log("world/camera/image/segmentation", rr.SegmentationImage(products.labels))
+            rec.log(f"{camera}/image/segmentation", rr.SegmentationImage(products.labels))
         if products.points is not None and len(products.points):
-            self._points(products.points, pose)
-        self._scale(products.scale)
+            self._points(products.points, pose, camera)
+        self._scale(products.scale, "scale" if camera == "world/camera"
+                    else f"scale/{camera[6:]}")
 
-    def _static(self, products: Any) -> None:
-        """The segmentation's class names and colours, once (static: every frame's)."""
-        if self._static_done or products.labels is None:
+    def _static(self, products: Any, camera: str) -> None:
+        """The segmentation's class names and colours, once per camera (static)."""
+        if camera in self._static_done or products.labels is None:
             return
         palette = ade20k_palette()
         classes = [(i, name, tuple(int(c) for c in palette[i]))
                    for i, name in enumerate(ade20k_class_names())]
-        self.rec.log("world/camera/image/segmentation",
-                     self.rr.AnnotationContext(classes), static=True)
-        self._static_done = True
+        self.rec.log(f"{camera}/image/segmentation", self.rr.AnnotationContext(classes),
+                     static=True)
+        self._static_done.add(camera)
 
     def _colour(self, frame: Frame, products: Any) -> np.ndarray | None:
         """The frame as RGB on the published grid: rectified where the pipeline rectified it,
@@ -157,7 +166,7 @@ class RerunRecording(Target):
         return cv2.resize(region, (products.width, products.height),
                           interpolation=cv2.INTER_AREA)
 
-    def _points(self, points: np.ndarray, pose: np.ndarray | None) -> None:
+    def _points(self, points: np.ndarray, pose: np.ndarray | None, camera: str) -> None:
         rr = self.rr
         xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1).reshape(-1, 3)
         keep = np.isfinite(xyz).all(axis=1)
@@ -169,26 +178,27 @@ class RerunRecording(Target):
             colours = np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255],
                                axis=-1).astype(np.uint8)
         if pose is None:
-            self.rec.log("world/camera/points", rr.Points3D(xyz, colors=colours))
+            self.rec.log(f"{camera}/points", rr.Points3D(xyz, colors=colours))
             return
         world = xyz @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
-        self.rec.log("world/points", rr.Points3D(world, colors=colours))
+        cloud = "world/points" if camera == "world/camera" else f"world/points_{camera[6:]}"
+        self.rec.log(cloud, rr.Points3D(world, colors=colours))
 
-    def _scale(self, report: Any) -> None:
+    def _scale(self, report: Any, at: str) -> None:
         """The scale's time series and, for a frame not in metres, why (a text log)."""
         if report is None:
             return
         rr, rec = self.rr, self.rec
-        rec.log("scale/in_metres", rr.Scalars(1.0 if report.metric else 0.0))
+        rec.log(f"{at}/in_metres", rr.Scalars(1.0 if report.metric else 0.0))
         if report.estimate:
-            rec.log("scale/estimate", rr.Scalars(report.estimate))
+            rec.log(f"{at}/estimate", rr.Scalars(report.estimate))
         if report.scale:
-            rec.log("scale/in_use", rr.Scalars(report.scale))
+            rec.log(f"{at}/in_use", rr.Scalars(report.scale))
             if report.sigma is not None:
-                rec.log("scale/error_2sigma_pct", rr.Scalars(error_2sigma_pct(report)))
+                rec.log(f"{at}/error_2sigma_pct", rr.Scalars(error_2sigma_pct(report)))
                 band = math.exp(2.0 * report.sigma)
-                rec.log("scale/upper_2sigma", rr.Scalars(report.scale * band))
-                rec.log("scale/lower_2sigma", rr.Scalars(report.scale / band))
+                rec.log(f"{at}/upper_2sigma", rr.Scalars(report.scale * band))
+                rec.log(f"{at}/lower_2sigma", rr.Scalars(report.scale / band))
         if not report.metric and report.reason:
-            rec.log("log/scale", rr.TextLog(f"{reason_kind(report.reason)}: {report.reason}",
+            rec.log(f"log/{at}", rr.TextLog(f"{reason_kind(report.reason)}: {report.reason}",
                                             level=rr.TextLogLevel.WARN))
