@@ -47,7 +47,7 @@ setup(
     tests_require=["pytest"],
     # openvino: exactly the release ai-edge-litert 2.3's OpenVINO plugin links (requirements/npu.txt)
     extras_require={"fleet": ["ray[client]==2.60.0"], "openvino": ["openvino==2026.3.1"],
-                    "rerun": ['rerun-sdk==0.41.0; python_version >= "3.11"']},
+                    "rerun": ["rerun-sdk==0.41.0; python_version >= '3.11'"]},
     entry_points={
         # colcon puts these in lib/dense_perception/ (setup.cfg), where `ros2 run` looks;
         # pip puts them in the environment's bin/.

@@ -18,8 +18,9 @@ from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 
 from tools.common.metric_scene import HEIGHT, WIDTH, paint  # noqa: E402
 from support.bag_maker import read_bag  # noqa: E402
+from support.reference_bags import write_reference_bag  # noqa: E402
 from support.common import run_cli as run  # noqa: E402
-from tools.common.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene, sparse_reference  # noqa: E402
+from tools.common.metric_scene import FORWARD, PITCHED_WITH_BOX, Scene  # noqa: E402
 from dense_perception.core.geometry.intrinsics import Intrinsics  # noqa: E402
 from dense_perception.offline.inputs import bag_io  # noqa: E402
 from dense_perception.offline.inputs.file_io import read_ply  # noqa: E402
@@ -80,36 +81,6 @@ def test_ground_plane_from_camera_height(tmp_path, capsys, scene, s):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["depth"]["units"] == "metres (scale from ground_plane)"
     assert summary["depth"]["frames"][0]["scale"] == pytest.approx(s, rel=0.03)
-
-
-def write_reference_bag(path, frames, rng, reference_offset_ns=0, referenced=None):
-    """Images of PITCHED_WITH_BOX at s = 0.35 (1 s apart), a CameraInfo, and a sparse 32FC1
-    reference depth (1 % of the pixels, 10 % outliers) per frame (the first ``referenced``
-    frames only, if given), logged 5 ms *after* its image and stamped ``reference_offset_ns``
-    after it."""
-    scene, s = PITCHED_WITH_BOX, 0.35
-    z, _ = scene.depth_and_surface()
-    k = Intrinsics(scene.fx, scene.fx, scene.cx, scene.cy, WIDTH, HEIGHT)
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        img = w.add_connection("/cam/image_raw", bag_io.IMAGE, typestore=TS)
-        info = w.add_connection("/cam/camera_info", bag_io.CAMERA_INFO, typestore=TS)
-        ref = w.add_connection("/tof/depth", bag_io.IMAGE, typestore=TS)
-        for i in range(frames):
-            header = T["std_msgs/msg/Header"](
-                stamp=T["builtin_interfaces/msg/Time"](sec=1000 + i, nanosec=0), frame_id="cam")
-            t = 5_000_000_000 + i * 100_000_000
-            w.write(img, t, TS.serialize_cdr(bag_io.array_to_image(paint(z / s), "rgb8", header),
-                                             bag_io.IMAGE))
-            w.write(info, t, TS.serialize_cdr(bag_io.intrinsics_to_camera_info(k, header),
-                                              bag_io.CAMERA_INFO))
-            if referenced is not None and i >= referenced:
-                continue
-            reference, _ = sparse_reference(z, 0.01, 0.10, rng)
-            ref_header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
-                sec=1000 + i, nanosec=reference_offset_ns), frame_id="cam")
-            w.write(ref, t + 5_000_000, TS.serialize_cdr(
-                bag_io.array_to_image(reference, "32FC1", ref_header), bag_io.IMAGE))
-    return z, s
 
 
 def test_bag_reference_depth_topic(tmp_path, capsys):

@@ -26,7 +26,7 @@ ROSDEP_KEYS = {"numpy": "python3-numpy", "cv2": "python3-opencv", "tqdm": "pytho
 # Python module -> pip distribution, for what has no rosdep key.
 PIP_ONLY = {"ai_edge_litert": "ai-edge-litert", "rosbags": "rosbags", "flatbuffers": "flatbuffers"}
 # Python module -> the pip extra that brings it (optional features, imported lazily; never the node).
-EXTRAS = {"ray": "fleet", "openvino": "openvino"}
+EXTRAS = {"ray": "fleet", "openvino": "openvino", "rerun": "rerun"}
 ROBOT_CODE = [*(REPO / "dense_perception").glob("core/**/*.py"),
               *(REPO / "dense_perception").glob("ros/**/*.py"),
               *(REPO / "dense_perception").glob("offline/**/*.py"),

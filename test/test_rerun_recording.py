@@ -17,37 +17,10 @@ import pytest
 from support.bag_maker import COLOURS, frame_of, tips_depth, tips_label
 from support.common import DA3_TEST_MODEL, TIPS_TEST_MODEL, run_cli
 from support.motion_bags import STAMP0, driving, write_motion_bag
+from support.rerun_recordings import column, image, read_recording
 
 # marker rerun: the SDK is in .venv (make test), not in the other Pythons' venvs
 pytestmark = [pytest.mark.rerun, pytest.mark.timeout(120)]
-
-
-def read_recording(path):
-    """{entity path: [(static, record batch)]} of a recording, as the SDK reads it back."""
-    from rerun.chunk import RrdReader
-    found = {}
-    for chunk in RrdReader(path).stream():
-        found.setdefault(chunk.entity_path, []).append((chunk.is_static,
-                                                        chunk.to_record_batch()))
-    return found
-
-
-def column(entities, entity, name):
-    """(frames, values) of component column ``name`` of ``entity``'s per-frame chunks, in frame
-    order."""
-    rows = []
-    for static, batch in entities[entity]:
-        if not static and name in batch.schema.names:
-            rows += zip(batch.column("frame").to_pylist(), batch.column(name))
-    rows.sort(key=lambda r: r[0])
-    return [f for f, _ in rows], [v for _, v in rows]
-
-
-def image(value, fmt, dtype):
-    """An image buffer cell as a numpy array (its format cell gives the size)."""
-    size = fmt.as_py()[0]
-    data = value.values[0].values.to_numpy(zero_copy_only=False).view(dtype)
-    return data.reshape(size["height"], size["width"])
 
 
 def test_a_bags_run_with_its_odometry_is_recorded_frame_by_frame(tmp_path, capsys):
@@ -67,14 +40,15 @@ def test_a_bags_run_with_its_odometry_is_recorded_frame_by_frame(tmp_path, capsy
     for entity in ("/world/camera", "/world/camera/image/rgb", "/world/camera/image/depth",
                    "/world/camera/image/segmentation", "/world/points", "/scale/in_metres"):
         assert entity in found, f"{entity} not recorded"
-    # the odometry's frame, REP 103: z up
-    assert [b.column("ViewCoordinates:xyz")[0].as_py() for s, b in found["/world"] if s]
+    # the odometry's frame, REP 103: x forward, y left, z up (rerun's codes 5, 4, 1)
+    assert [b.column("ViewCoordinates:xyz")[0].as_py() for s, b in found["/world"] if s] == \
+        [[[5, 4, 1]]]
 
     # one row per frame on both timelines, the stamps the images'
     frames, _ = column(found, "/world/camera/image/depth", "DepthImage:buffer")
     assert frames == [0, 1, 2]
-    (_, batch), = [(s, b) for s, b in found["/world/camera/image/depth"] if not s]
-    stamps = [t.value for t in batch.column("stamp")]
+    _, stamps = column(found, "/world/camera/image/depth", "stamp")  # chunks: the SDK's
+    stamps = [t.value for t in stamps]
     assert stamps == [(STAMP0 * 10**9 + round(t * 1e9)) for t in times]
 
     # the camera's pose: x = odometry + 0.1, z = 0.5; optical axes x right = -y, y down = -z,
@@ -153,7 +127,7 @@ def test_the_scale_and_its_error_over_time_are_the_summarys(tmp_path, capsys):
     """A reference depth for the first 2 of 6 frames, the scale held for 2.5 s: four frames
     in metres, two withheld; the recording's series are summary.json's, the band 2 sigma
     either side of the scale."""
-    from test_cli_metric_scale import write_reference_bag
+    from support.reference_bags import write_reference_bag
     src = tmp_path / "in"
     write_reference_bag(src, 6, np.random.default_rng(5), referenced=2)
     rrd = tmp_path / "run.rrd"
@@ -211,7 +185,7 @@ def test_what_cannot_be_recorded_is_refused_in_one_line(tmp_path, capsys, monkey
 def test_a_bags_cameras_are_recorded_each_as_its_own(tmp_path, capsys):
     """Two cameras of one bag (front 64x48 at fx 100, rear 48x48 at fx 60, each its own
     colour): each under its own entity, with its own pinhole, depth and frame count."""
-    from test_cli_cameras import CAMERAS, FRAMES, write_two_camera_bag
+    from support.camera_bags import CAMERAS, FRAMES, write_two_camera_bag
     src = write_two_camera_bag(tmp_path / "two")
     rrd = tmp_path / "run.rrd"
     code, _, err = run_cli(["process", src, "--model", TIPS_TEST_MODEL, "--topic",

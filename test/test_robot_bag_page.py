@@ -76,7 +76,7 @@ def test_the_worked_page_runs_as_written_and_its_metres_are_right(tmp_path):
         {p.name for p in run.iterdir()}
     assert cv2.imread(str(run / "scale.png")) is not None
     # The rerun recording, read back: a frame marked in metres for each one published.
-    from test_rerun_recording import column, read_recording
+    from support.rerun_recordings import column, read_recording
     found = read_recording(root / "robot_run.rrd")
     frames, in_metres = column(found, "/scale/in_metres", "Scalars:scalars")
     assert frames == list(range(100))

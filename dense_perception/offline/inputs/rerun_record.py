@@ -7,8 +7,8 @@ outputs it writes anyway (the optional ``rerun`` extra: ``pip install
 One recording, two timelines: ``frame`` (the frame's number) and ``stamp`` (a bag's header
 stamps, a video's or a trajectory's times). Entities, on the published grid:
 
-    world                             the odometry frame (REP 103: x forward, z up) of a bag's
-                                      --odometry-topic; a --poses trajectory's own world
+    world                             the odometry frame (REP 103: x forward, y left, z up) of
+                                      a bag's --odometry-topic; a --poses trajectory's own world
     world/camera                      the camera's pose (world_from_camera of the optical frame,
                                       where the frame had one) and its pinhole (the published
                                       grid's intrinsics; rerun's pinhole looks along +z, x right,
@@ -83,7 +83,7 @@ class RerunRecording(Target):
         self.rec = rr.RecordingStream(application_id)
         self.rec.save(str(self.path))
         if world_is_odometry:
-            self.rec.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
+            self.rec.log("world", rr.ViewCoordinates.FLU, static=True)  # REP 103
 
     def copy(self, item: Copy) -> None:
         self.inner.copy(item)
