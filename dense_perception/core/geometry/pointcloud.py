@@ -33,6 +33,21 @@ def pack_rgb(rgb: np.ndarray) -> np.ndarray:
     return _packed(to_colour_words(rgb, PIXEL_FORMATS["rgb8"]))
 
 
+def finite_points(points: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The finite points of a point record array (organised or not) as N x 3 float32 x y z
+    and, where it has an ``rgb`` field, N x 3 uint8 red green blue (its packed bits
+    unpacked), else None."""
+    flat = points.reshape(-1)
+    finite = np.isfinite(flat["x"]) & np.isfinite(flat["y"]) & np.isfinite(flat["z"])
+    flat = flat[finite]
+    xyz = np.stack([flat["x"], flat["y"], flat["z"]], axis=-1).astype(np.float32, copy=False)
+    if "rgb" not in flat.dtype.names:
+        return xyz, None
+    packed = np.ascontiguousarray(flat["rgb"]).view(np.uint32)
+    rgb = np.stack([packed >> 16 & 255, packed >> 8 & 255, packed & 255], axis=-1)
+    return xyz, rgb.astype(np.uint8)
+
+
 def _packed(words: np.ndarray) -> np.ndarray:
     """The ``rgb`` field's float32 bits of colour words: the top byte cleared, in one pass
     that also makes a sampled (strided) view contiguous."""

@@ -33,6 +33,7 @@ import cv2
 import numpy as np
 
 from ...core import postprocess as post
+from ...core.geometry.pointcloud import finite_points
 from ...core.product_table import PRODUCTS
 from ...core.timing import StageStats
 
@@ -140,19 +141,17 @@ def write_ply(path: Path, points: np.ndarray) -> int:
     ``points`` is the pipeline's structured array (XYZ or XYZRGB with packed float ``rgb``),
     organised or not. Returns the number of points written.
     """
-    flat = points.reshape(-1)
-    finite = np.isfinite(flat["x"]) & np.isfinite(flat["y"]) & np.isfinite(flat["z"])
-    flat = flat[finite]
-    has_rgb = "rgb" in flat.dtype.names
+    xyz, rgb = finite_points(points)
+    has_rgb = rgb is not None
     fields = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
     if has_rgb:
         fields += [("red", "u1"), ("green", "u1"), ("blue", "u1")]
-    out = np.empty(flat.shape[0], np.dtype(fields))
-    for axis in "xyz":
-        out[axis] = flat[axis]
+    out = np.empty(xyz.shape[0], np.dtype(fields))
+    for i, axis in enumerate("xyz"):
+        out[axis] = xyz[:, i]
     if has_rgb:
-        packed = np.ascontiguousarray(flat["rgb"]).view(np.uint32)
-        out["red"], out["green"], out["blue"] = packed >> 16 & 255, packed >> 8 & 255, packed & 255
+        for i, channel in enumerate(("red", "green", "blue")):
+            out[channel] = rgb[:, i]
     header = ["ply", "format binary_little_endian 1.0",
               "comment dense_perception: metres, camera optical frame (x right, y down, z ahead)",
               f"element vertex {out.shape[0]}"]

@@ -37,6 +37,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from ...core.geometry.fit import Interp
+from ...core.geometry.pointcloud import finite_points
 from ...core.geometry.rectify import Rectifier
 from ...core.postprocess import ade20k_class_names, ade20k_palette
 from ...core.preprocess import pixel_format, to_rgb8
@@ -65,19 +67,27 @@ def check_rerun_option(path: str | None, many: bool) -> None:
         raise CliError(f"--rerun {path} exists; remove it or name another file")
 
 
+def camera_entity(namespace: str) -> str:
+    """A camera's entity name among several: ``camera_front`` for namespace ``/front``."""
+    return "camera_" + namespace.strip("/").replace("/", "_")
+
+
 class RerunRecording(Target):
     """Every frame ``inner`` writes, also logged to a rerun recording at ``path``."""
 
     def __init__(self, inner: Target, path: Path, *, world_is_odometry: bool,
-                 camera_entities: dict[str, str] | None = None,
+                 cameras: dict[str, str] | None = None,
                  application_id: str = "dense_perception") -> None:
-        """``camera_entities``: several cameras' entity names by image topic (each camera
-        under ``world/<name>`` instead of ``world/camera``)."""
+        """``cameras``: a bag's image topics with their namespaces; several get an entity
+        each (:func:`camera_entity`)."""
         import rerun as rr
         self.inner, self.path = inner, Path(path)
         self.rr = rr
         self.frames = 0
-        self.camera_entities = camera_entities or {}
+        cameras = cameras or {}
+        several = len(cameras) > 1
+        self.camera_entities = {topic: camera_entity(namespace)
+                                for topic, namespace in cameras.items() if several}
         self._rectifier = Rectifier(capacity=1)
         self._static_done: set[str] = set()
         self.rec = rr.RecordingStream(application_id)
@@ -104,12 +114,12 @@ class RerunRecording(Target):
     # ---- one frame ---------------------------------------------------------------------------
     def _log(self, frame: Frame, products: Any) -> None:
         rr, rec = self.rr, self.rec
-        camera = "world/" + self.camera_entities.get(frame.camera, "camera")
+        name = self.camera_entities.get(frame.camera, "camera")
+        camera = f"world/{name}"
         self._static(products, camera)
         rec.set_time("frame", sequence=frame.index)
-        if frame.header is not None:
-            rec.set_time("stamp", timestamp=frame.header.stamp.sec
-                         + frame.header.stamp.nanosec * 1e-9)
+        if frame.header is not None:  # a bag's: frame.time is its header stamp
+            rec.set_time("stamp", timestamp=frame.time)
         else:
             rec.set_time("stamp", duration=frame.time)
         pose = frame.pose
@@ -134,10 +144,11 @@ class RerunRecording(Target):
                     rr.DepthImage(np.nan_to_num(products.depth, nan=0.0), meter=1.0))
         if products.labels is not None:
             rec.log(f"{camera}/image/segmentation", rr.SegmentationImage(products.labels))
+        one = name == "camera"  # one camera: the plain names
         if products.points is not None and len(products.points):
-            self._points(products.points, pose, camera)
-        self._scale(products.scale, "scale" if camera == "world/camera"
-                    else f"scale/{camera[6:]}")
+            self._points(products.points, pose, f"{camera}/points" if pose is None else
+                         "world/points" if one else f"world/points_{name}")
+        self._scale(products.scale, "scale" if one else f"scale/{name}")
 
     def _static(self, products: Any, camera: str) -> None:
         """The segmentation's class names and colours, once per camera (static)."""
@@ -161,28 +172,15 @@ class RerunRecording(Target):
             image = self._rectifier.full_frame(image, plan.raw_camera)
         if (products.width, products.height) == (plan.frame_width, plan.frame_height):
             return image  # output_resolution input: the frame's own grid
-        region = image[plan.crop_y:plan.crop_y + plan.crop_height,
-                       plan.crop_x:plan.crop_x + plan.crop_width]
-        return cv2.resize(region, (products.width, products.height),
-                          interpolation=cv2.INTER_AREA)
+        return plan.unfit(plan.fit_image(image), "model", Interp.LINEAR)
 
-    def _points(self, points: np.ndarray, pose: np.ndarray | None, camera: str) -> None:
-        rr = self.rr
-        xyz = np.stack([points["x"], points["y"], points["z"]], axis=-1).reshape(-1, 3)
-        keep = np.isfinite(xyz).all(axis=1)
-        xyz = xyz[keep].astype(np.float32)
-        colours = None
-        if "rgb" in (points.dtype.names or ()):
-            # packed 0x00RRGGBB (the PointCloud2 convention), read as a uint32
-            packed = points["rgb"].reshape(-1)[keep].view(np.uint32)
-            colours = np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255],
-                               axis=-1).astype(np.uint8)
-        if pose is None:
-            self.rec.log(f"{camera}/points", rr.Points3D(xyz, colors=colours))
-            return
-        world = xyz @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
-        cloud = "world/points" if camera == "world/camera" else f"world/points_{camera[6:]}"
-        self.rec.log(cloud, rr.Points3D(world, colors=colours))
+    def _points(self, points: np.ndarray, pose: np.ndarray | None, entity: str) -> None:
+        """The finite points at ``entity``: in the world frame with a ``pose``, else in the
+        camera's."""
+        xyz, colours = finite_points(points)
+        if pose is not None:
+            xyz = xyz @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
+        self.rec.log(entity, self.rr.Points3D(xyz, colors=colours))
 
     def _scale(self, report: Any, at: str) -> None:
         """The scale's time series and, for a frame not in metres, why (a text log)."""

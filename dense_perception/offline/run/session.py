@@ -144,12 +144,10 @@ class ModelSession:
             target = source.target(out_path, summary)
             if plan.options.rerun:
                 from ..inputs.rerun_record import RerunRecording
-                cameras = getattr(source, "cameras", [])  # a bag's, each its own entity
                 target = RerunRecording(
                     target, Path(plan.options.rerun),
                     world_is_odometry=getattr(source, "motion", None) is not None,
-                    camera_entities={c.topic: "camera_" + c.namespace.strip("/").replace(
-                        "/", "_") for c in cameras} if len(cameras) > 1 else None)
+                    cameras={c.topic: c.namespace for c in getattr(source, "cameras", [])})
             if not quiet:
                 print(f"{PROG}: {plan.spec.display_name} on {pipeline.runner.description}"
                       f"{' (GPU unavailable)' if self.fallback else ''}: "
