@@ -103,9 +103,18 @@ def test_an_offset_set_by_hand_is_used_as_given_instead_of_measured(tmp_path, ca
         runs[name] = (json.loads((out / "summary.json").read_text())["depth"],
                       {p.name: np.load(p) for p in (out / "depth").glob("*.npy")})
     assert runs["set"][0]["pose_clock_offset_s"] == pytest.approx(-0.06)
+    # Interpolated poses differ from the recorded ones by the trajectory's curvature only:
+    # the scale each frame gets is the true poses' within 3 %.
+    scales = {name: {f["input"]: f["scale"] for f in summary["frames"] if f["scale"]}
+              for name, (summary, _) in runs.items()}
+    shared = sorted(set(scales["true"]) & set(scales["set"]))
+    assert len(shared) >= 50
+    off = [scales["set"][n] / scales["true"][n] - 1.0 for n in shared]
+    assert max(map(abs, off)) < 0.03, off
+    # The published depth: between two measurements the alignment carries it by the
+    # (interpolated) poses, which adds their curvature error: within 5 %.
     true, given = runs["true"][1], runs["set"][1]
     both = sorted(set(true) & set(given))
     assert len(both) >= 50
-    # Interpolated poses differ from the recorded ones by the trajectory's curvature only.
     ratios = [float(np.nanmedian(given[n] / true[n])) for n in both]
-    assert max(abs(r - 1.0) for r in ratios) < 0.03, ratios
+    assert max(abs(r - 1.0) for r in ratios) < 0.05, ratios

@@ -1,8 +1,8 @@
 # Copyright 2026 The dense_perception authors
 # SPDX-License-Identifier: Apache-2.0
 """The motion scale off the frame path: the node's frames never wait for a keyframe's flow
-(newest wins, nothing queues), offline every keyframe is measured and lands on the same frame
-(the same published depth under any CPU load, bit for bit)."""
+(newest wins, nothing queues), offline every keyframe is measured and lands a fixed number of
+keyframes later (the same published depth under any CPU load, bit for bit)."""
 
 import subprocess
 import sys
@@ -95,6 +95,22 @@ def test_offline_every_keyframe_is_measured_and_lands_in_order():
         seen.append(got.t)
         assert got.estimate.reason == "" or got.estimate.scale is None
     assert seen == sorted(seen) and len(seen) == 4 and worker.dropped == 0
+    worker.close()
+
+
+@pytest.mark.parametrize("lag", [1, 2])
+def test_offline_a_measurement_lands_lag_keyframes_later_and_none_is_lost(lag):
+    """Each keyframe collects before it submits: the first ``lag`` find nothing outstanding
+    enough; from then on each gets the keyframe ``lag`` before it, in order, none dropped."""
+    scale = MotionScale(min_baseline=0.05)
+    worker = KeyframeWorker(scale, wait=True, lag=lag)
+    submitted, landed = [], []
+    for pair, rel in pairs(scale, 6):
+        got = worker.collect()
+        landed.append(None if got is None else got.serial)
+        submitted.append(worker.submit(pair, rel, K))
+    assert landed == [None] * lag + submitted[:6 - lag]
+    assert worker.dropped == 0
     worker.close()
 
 

@@ -9,7 +9,9 @@ import pytest
 
 from support.moving_scene import K, path, render
 from dense_perception.core.motion.motion_scale import MotionScale
-from dense_perception.core.motion.scale_map import MIN_CELL, cell_medians, fit_scale_map
+from dense_perception.core.motion.pose import motion
+from dense_perception.core.motion.scale_map import (MIN_CELL, carried_correction, cell_medians,
+                                                    fit_map, fit_scale_map)
 
 pytestmark = [pytest.mark.numerics, pytest.mark.timeout(120)]
 
@@ -37,6 +39,66 @@ def test_the_map_makes_the_depth_better_than_the_networks_best_single_scale(name
         best.append(absrel(network * np.float32(np.nanmedian(depth / network)), depth))
     assert len(published) >= 20, name
     assert np.mean(published) <= 0.8 * np.mean(best), (name, np.mean(published), np.mean(best))
+
+
+def shape_error(depth, truth):
+    """The median |log error| of ``depth`` at its best single scale (the shape left wrong)."""
+    ok = np.isfinite(depth) & np.isfinite(truth) & (depth > 0) & (truth > 0)
+    logs = np.log(depth[ok] / truth[ok])
+    return float(np.median(np.abs(logs - np.median(logs))))
+
+
+def test_a_map_carried_to_a_later_frame_corrects_that_frames_own_shape():
+    """A network whose tilt across the view turns from frame to frame (0.6-1.4 on the
+    keyframe, 1.4-0.6 six frames later): the keyframe's map read on the later frame was fitted
+    to the keyframe's errors; its metric points moved by the poses and fitted on the later
+    frame's own depth correct the later frame's."""
+    def network(depth, tilt):
+        ramp = np.linspace(1 - tilt, 1 + tilt, depth.shape[1], dtype=np.float32)[None, :]
+        return (depth * ramp).astype(np.float32)
+
+    scaler = MotionScale(min_baseline=0.1)
+    poses = path(40)
+    est = None
+    for i, pose in enumerate(poses[:30]):
+        grey, depth = render(pose)
+        est = scaler.estimate(i / 30, pose, network(depth, 0.4), K, grey)
+    assert est.scale is not None and est.points is not None
+    _, truth = render(poses[35])
+    later = network(truth, -0.4)
+    stale = later * np.exp(est.scale_map.correction(later))
+    fixed = later * np.exp(carried_correction(est.points, motion(poses[29], poses[35]), K,
+                                              later))
+    assert shape_error(later, truth) > 0.15  # the tilt alone: up to 0.5 at the view's edges
+    assert shape_error(fixed, truth) < 0.15 * shape_error(later, truth)
+    assert shape_error(fixed, truth) < 0.5 * shape_error(stale, truth)
+
+
+def test_points_carried_out_of_the_view_give_no_correction():
+    """A keyframe's points behind the later camera (turned round) land nowhere: no map."""
+    scaler = MotionScale(min_baseline=0.1)
+    est = None
+    for i, pose in enumerate(path(30)):
+        grey, depth = render(pose)
+        est = scaler.estimate(i / 30, pose, depth / 3.7, K, grey)
+    turned = np.diag([-1.0, 1.0, -1.0, 1.0])  # half a turn about y
+    assert carried_correction(est.points, turned, K, depth / 3.7) is None
+
+
+def test_the_maps_level_is_the_median_of_its_field_over_every_seventh_valid_pixel():
+    """What a keyframe's scale takes from its map without reading it over the whole view:
+    the same number, bit for bit, as the full field's median (numpy's, written out here)."""
+    rng = np.random.default_rng(5)
+    h, w = 90, 120
+    view = np.log(rng.uniform(0.5, 5.0, (h, w))).astype(np.float32)
+    view[rng.random((h, w)) < 0.1] = np.nan
+    u, v = rng.uniform(0, w, 3000), rng.uniform(0, h, 3000)
+    log_rel = rng.choice(view[np.isfinite(view)], 3000)
+    logs = 0.3 * log_rel + 0.2 * np.sin(u / 30.0) + rng.normal(0, 0.05, 3000)
+    fitted = fit_map(logs, u, v, log_rel, view)
+    full = fitted.field(view)
+    assert np.ptp(full[np.isfinite(view)]) > 0.1  # a map that varies: the median matters
+    assert fitted.level(view) == float(np.median(full[np.isfinite(view)][::7]))
 
 
 def test_without_the_map_there_is_no_correction():

@@ -37,7 +37,9 @@ camera's ``DepthScaler`` by its :class:`~dense_perception.core.camera_track.Came
 * the motion scale's measurement (two flows, the clock offset, the scale map) runs off the
   frame path, in a worker thread per camera (:mod:`.keyframes`): the node's frames never wait
   for it (the newest frame wins the worker; a measurement lands on a later frame), offline
-  each frame's measurement lands on its own frame (the same output on any machine).
+  each keyframe's measurement lands on the next keyframe, waited for there (the same output
+  on any machine). A frame reads the landed measurement's scale map on its own depth: the
+  measurement's metric points moved into it by the poses (:mod:`.scale_map`).
   ``track.close()`` stops the worker.
 * ``motion.reset()``: forget the past (a new sequence, time going back).
 

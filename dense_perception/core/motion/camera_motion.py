@@ -8,7 +8,10 @@ The motion scale is measured on keyframes off the frame path (:mod:`.keyframes`)
 only applies the latest measurement. A keyframe's measurement is of the keyframe's depth, so
 it lands as the gap between what was published on the keyframe and what it measured, less
 what the anchor has pulled since: the output carried by the warp since the keyframe is off by
-that much now (:meth:`.temporal.TemporalAligner.align`'s ``gap``)."""
+that much now (:meth:`.temporal.TemporalAligner.align`'s ``gap``). Its scale map is read on
+each later frame's own depth: the measurement's metric points moved there by the poses
+(:func:`.scale_map.carried_correction`). The poses the frame path moves things by (the
+alignment, the map) are taken on the pose clock, at the offset the measurements compensate."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from .keyframes import KeyframeWorker, Measured
 from .motion_scale import MotionScale
 from .output_error import OutputError
 from .pose import motion
+from .scale_map import carried_correction
 from .temporal import Alignment, DepthUnit, TemporalAligner
 from .warp import tae
 
@@ -113,6 +117,18 @@ LANDING_FRAMES = 3
 
 
 @dataclass(frozen=True)
+class _Carrier:
+    """The measurement whose scale map the frames after it read: its metric points (the
+    keyframe's optical frame), the keyframe's stamp and pose, and the pose clock's offset it
+    compensated (None: none)."""
+
+    points: np.ndarray
+    t: float
+    pose: np.ndarray
+    offset: float | None
+
+
+@dataclass(frozen=True)
 class _Output:
     """The camera's last published depth, what the next frame's TAE compares with."""
 
@@ -128,12 +144,16 @@ class CameraMotion:
     def __init__(self, config: MotionConfig = MotionConfig()) -> None:
         self.config = config
         self.scale = MotionScale(config.min_baseline, config.scale_map, config.clock_offset)
+        self.scale.own_correction = False  # measurements land on later frames: carried there
         self.keyframes = KeyframeWorker(self.scale, config.wait_for_keyframes)
         self.temporal = TemporalAligner(config.max_translation)
         self.output_error = OutputError()
         self._last: _Output | None = None
         self.last: MotionReport | None = None
         self._ledger: dict[int, _Published] = {}  # keyframe serial -> what was published
+        self._key_poses: dict[int, np.ndarray] = {}  # keyframe serial -> its pose
+        # the last measurement with its metric points: its map on later frames
+        self._carrier: _Carrier | None = None
         self._keyframe: int | None = None     # this frame's serial when it is a keyframe
         self._landed: Measured | None = None  # the measurement that landed on this frame
         self._due = False  # a measurement was due on this frame (else: between two)
@@ -159,6 +179,8 @@ class CameraMotion:
         self.output_error.reset()
         self._last = None
         self._ledger.clear()
+        self._key_poses.clear()
+        self._carrier = None
         self._landed = None
         self._between = Estimate(None)
 
@@ -180,6 +202,8 @@ class CameraMotion:
             return Estimate(None, reason="no camera pose for this frame (motion unknown)")
         self.scale.observe(t, pose)
         keyframe = self._due = self.keyframes.keyframe(t)
+        if self.keyframes.wait and keyframe:  # offline: the last keyframe's, waited for here
+            self._landed = self.keyframes.collect()
         if not self.keyframes.wait:
             self._landed = self.keyframes.collect()  # the latest finished, never waited for
             self._waiting = 0 if self._landed is not None else self._waiting + 1
@@ -194,21 +218,37 @@ class CameraMotion:
             else:
                 self._keyframe = self.keyframes.submit(pair, products.depth,
                                                        products.intrinsics)
-                if self.keyframes.wait:  # offline: on its own frame, whatever the load
-                    self._landed = self.keyframes.collect()
+                self._key_poses[self._keyframe] = pose
+                self._key_poses.pop(self._keyframe - LEDGER_SIZE, None)
         landed = self._landed
         if landed is not None and (landed.estimate.scale is not None or said is None):
             est = landed.estimate
-            if landed.serial != self._keyframe:  # its map is read on this frame's depth
-                est = replace(est, correction=None)
+            key_pose = self._key_poses.get(landed.serial)
+            self._carrier = None if est.scale is None or est.points is None or \
+                key_pose is None else _Carrier(est.points, landed.t, key_pose, est.clock_offset)
             self._between = Estimate(None, reason=est.reason) if est.scale is None else \
                 Estimate(None, scale_map=est.scale_map)
+            if landed.serial != self._keyframe:  # measured on an earlier frame: its map here
+                est = replace(est, correction=self._carried(t, pose, products))
             return est
         self._landed = None
         if said is not None:
             self._between = Estimate(None, reason=said.reason,
                                      scale_map=self._between.scale_map)
-        return self._between
+        between = self._between
+        if between.scale_map is None:
+            return between
+        return replace(between, correction=self._carried(t, pose, products))
+
+    def _carried(self, t: float, pose: np.ndarray, products: Any) -> np.ndarray | None:
+        """The last measurement's scale map on this frame: its metric points moved here by
+        the poses and fitted on this frame's depth (:func:`.scale_map.carried_correction`);
+        None (the keyframe's map is read instead) where too few of them land in this view."""
+        carrier = self._carrier
+        if carrier is None:
+            return None
+        moved = self.scale.carried_motion((carrier.t, carrier.pose), (t, pose), carrier.offset)
+        return carried_correction(carrier.points, moved, products.intrinsics, products.depth)
 
     def _landed_gap(self, estimate: float | None) -> float | None:
         """How far the output carried to this frame is from the measurement that landed on
@@ -229,6 +269,14 @@ class CameraMotion:
         while len(self._ledger) > LEDGER_SIZE:
             del self._ledger[min(self._ledger)]
 
+    def _clock_offset(self) -> float | None:
+        """The pose clock's offset the frame path compensates: the one set by hand, else
+        the one the last measurement that landed found (never the worker's latest: offline
+        the same run on any machine)."""
+        if self.config.clock_offset:
+            return self.config.clock_offset
+        return None if self._carrier is None else self._carrier.offset
+
     def judges_error(self, scaler: Any, metric_model: bool = False) -> bool:
         """Whether the error of ``scaler``'s scale is judged on the aligned output (the motion
         scale carried by the temporal alignment, :mod:`.output_error`) instead of the
@@ -246,6 +294,8 @@ class CameraMotion:
         ``scaler``: the scale's error is judged here (:meth:`judges_error`); the report in
         ``products.scale`` (and ``scaler.last``) then carries the aligned output's error."""
         report = products.scale
+        if pose is not None:  # at the image's time, as the measurements take it
+            pose = self.scale.on_clock(t, pose, self._clock_offset())
         if withholds_depth(report):
             self.last = products.motion = MotionReport(
                 pose is not None, reason="depth withheld (no metric scale yet)")

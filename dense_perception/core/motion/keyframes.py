@@ -12,9 +12,10 @@ keyframes in one worker thread per camera:
   keyframes on any machine.
 * The worker measures each keyframe against the past keyframes (the newest partner that fits
   the baseline, :meth:`.motion_scale.MotionScale.estimate`) while the frame path goes on.
-* ``wait=True`` (offline, deterministic): a keyframe's measurement is collected at the next
-  keyframe, waiting for it there if the worker is still busy; so every keyframe is measured
-  and its result lands on the same frame whatever the machine's speed.
+* ``wait=True`` (offline, deterministic): a keyframe's measurement is collected
+  :data:`LANDING_LAG` keyframes later, waiting for it there if the worker is still busy (the
+  keyframes in between queue); so every keyframe is measured and its result lands on the same
+  frame whatever the machine's speed, while the frames in between run beside the worker.
 * ``wait=False`` (the node, real time): a frame never waits. A result is collected by the
   first frame after it finished; a keyframe that arrives while the worker is busy replaces
   the one waiting (newest wins, as the node's frame slots do), so the worker never queues.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +39,7 @@ from ..scale.estimators import Estimate
 from .motion_scale import MotionScale, Pair
 
 KEYFRAME_S = 0.0  # s of stamps between keyframes (0: every posed frame is offered)
+LANDING_LAG = 1   # offline: a measurement lands this many keyframes after its own
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,15 @@ class Measured:
 class KeyframeWorker:
     """One camera's keyframe measurements, in a thread started on the first keyframe."""
 
-    def __init__(self, scale: MotionScale, wait: bool = True) -> None:
+    def __init__(self, scale: MotionScale, wait: bool = True, lag: int = LANDING_LAG) -> None:
         self.scale = scale
         self.wait = wait
+        self.lag = lag  # with ``wait``: keyframes between a measurement's own and its landing
         self._lock = threading.Condition()
-        self._waiting: Keyframe | None = None   # submitted, not started
-        self._busy = False                      # the worker is measuring one
-        self._done: Measured | None = None      # finished, not collected
+        self._waiting: deque[Keyframe] = deque()  # submitted, not started (one without wait)
+        self._busy = False                        # the worker is measuring one
+        self._done: deque[Measured] = deque()     # finished, not collected (the newest only
+                                                  # without wait)
         self._epoch = 0
         self._reset_due = False                 # the worker resets the scale before its next
         self._last_t: float | None = None       # the last keyframe's stamp
@@ -97,21 +102,26 @@ class KeyframeWorker:
         self._serial += 1
         job = Keyframe(self._serial, pair, relative.copy(), k)
         with self._lock:
-            if self._waiting is not None:
-                self.dropped += 1
-            self._waiting, self._closed = job, False  # a closed worker starts again
+            if not self.wait:  # newest wins: the one not started yet is dropped
+                self.dropped += len(self._waiting)
+                self._waiting.clear()
+            self._waiting.append(job)
+            self._closed = False  # a closed worker starts again
             self._start()
             self._lock.notify_all()
         return job.serial
 
     def collect(self) -> Measured | None:
-        """The measurement that lands on this frame, if any: with ``wait``, the one
-        outstanding (waiting for it); without, the last finished one."""
+        """The measurement that lands on this frame, if any: with ``wait`` (called on each
+        keyframe before its own :meth:`submit`), the oldest outstanding one once ``lag``
+        are (waiting for it); without, the last finished one."""
         with self._lock:
             if self.wait:
-                while self._waiting is not None or self._busy:
+                if len(self._waiting) + self._busy + len(self._done) < self.lag:
+                    return None
+                while not self._done and (self._waiting or self._busy):
                     self._lock.wait()
-            done, self._done = self._done, None
+            done = self._done.popleft() if self._done else None
         return done if done is not None and done.epoch == self._epoch else None
 
     def reset(self) -> None:
@@ -120,7 +130,8 @@ class KeyframeWorker:
         lands. (The partners and poses are the frame path's: ``MotionScale.forget``.)"""
         with self._lock:
             self._epoch += 1
-            self._waiting = self._done = None
+            self._waiting.clear()
+            self._done.clear()
             self._reset_due = True
         self._last_t = None
 
@@ -130,7 +141,7 @@ class KeyframeWorker:
         it again."""
         with self._lock:
             self._closed = True
-            self._waiting = None
+            self._waiting.clear()
             thread = self._thread
             self._lock.notify_all()
         if thread is not None and thread is not threading.current_thread():
@@ -145,12 +156,12 @@ class KeyframeWorker:
     def _run(self) -> None:
         while True:
             with self._lock:
-                while self._waiting is None and not self._closed:
+                while not self._waiting and not self._closed:
                     self._lock.wait()
                 if self._closed:
                     self._thread = None  # under the lock: the next submit starts another
                     return
-                job, self._waiting, self._busy = self._waiting, None, True
+                job, self._busy = self._waiting.popleft(), True
                 epoch, reset, self._reset_due = self._epoch, self._reset_due, False
             started = time.perf_counter()
             try:
@@ -164,5 +175,7 @@ class KeyframeWorker:
                 self.measured += 1
                 self.last_ms = 1000.0 * (time.perf_counter() - started)
                 if epoch == self._epoch:
-                    self._done = Measured(job.serial, job.pair.t, estimate, epoch)
+                    if not self.wait:  # the newest only
+                        self._done.clear()
+                    self._done.append(Measured(job.serial, job.pair.t, estimate, epoch))
                 self._lock.notify_all()

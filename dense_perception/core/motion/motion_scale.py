@@ -22,11 +22,11 @@ pixels with little parallax widen the spread without biasing it). Withheld, with
   does, the trajectory is not in metres (millimetres give a scale 1000x too large).
 
 Each estimate carries its relative standard error (``Estimate.sigma``, in log scale), from its
-own data: how much the scale changes when each of :data:`BLOCKS` regions of the view is left
+own data: how much the scale changes when each of :data:`.pair_error.BLOCKS` regions of the view is left
 out (a block jackknife of the median: the network's shape differs across the view, so the
 pixels the flow trusts may hold another ratio than the rest), the flow's distance from the
 epipolar lines over the median parallax (pose and clock errors move the flow along the lines as
-much as across them), and a floor (:data:`MIN_SIGMA`).
+much as across them), and a floor (:data:`.pair_error.MIN_SIGMA`).
 
 The offset between the pose clock and the image clock is measured from the same flow
 (:mod:`.clock_offset`), unless it is set by hand (``pose_clock_offset``), and, once known,
@@ -52,7 +52,8 @@ import numpy as np
 from ..geometry.intrinsics import Intrinsics
 from ..scale.estimators import Estimate
 from .clock_offset import ClockOffset, epipolar_terms, pose_at
-from .scale_map import fit_map
+from .pair_error import MIN_PIXELS, depth_band_error, pair_sigma
+from .scale_map import MAX_SAMPLES, fit_map
 from .pose import motion, quaternion_from_rotation, rotation_angle_deg
 
 FLOW_WIDTH = 320          # px: flow on a frame this wide (cost; DIS is accurate to ~0.3 px)
@@ -64,12 +65,9 @@ MIN_FLOW_SHARE = 0.1      # fewer trusted pixels than this share: the flow is un
 MIN_PARALLAX_PX = 2.0     # median parallax (px, full size) below this: the scene is too far
 MAX_EPIPOLAR_PX = 3.0     # median distance (px) of the flow from its epipolar line
 MAX_SPREAD = 0.4          # robust std of the pixels' log inverse scale
-MIN_PIXELS = 200
 MAX_SPEED = 10.0          # m/s between two frames: faster is no robot or hand (poses in mm?)
-BLOCKS = (2, 3)           # rows, columns of the view's regions for the block jackknife
-DEPTH_BANDS = 3           # bands of relative depth for the depth jackknife and the slope
 MIN_OFFSET_S = 0.005      # a measured clock offset below this is not compensated
-MIN_SIGMA = 0.02          # the smallest relative error claimed (the flow's own bias, ~0.3 px)
+CARRIED_POINTS = 2 * MAX_SAMPLES  # metric points kept for the frames a measurement serves
 RECENT = 3                # a frame's scale: the median of the last few pairs' (within RECENT_S)
 RECENT_S = 1.0
 
@@ -121,6 +119,9 @@ class MotionScale:
                  clock_offset: float = 0.0) -> None:
         self.min_baseline = min_baseline
         self.scale_map = scale_map
+        # the measured frame's own correction over the view (``Estimate.correction``); off
+        # where the map is only read on later frames (the keyframe worker's)
+        self.own_correction = True
         self.fixed_offset = clock_offset or None  # set by hand: not measured
         # The frame path's: the past frames that may partner a later one, and every pose.
         self._past: deque[_Past] = deque(maxlen=MAX_HISTORY)
@@ -215,6 +216,32 @@ class MotionScale:
                 f"one pair gave {est.scale:.4g}: waiting for a second to confirm it"))
         return replace(est, scale=float(np.median([s for s, _ in recent])),
                        sigma=float(np.median([e for _, e in recent])))
+
+    def on_clock(self, t: float, pose: np.ndarray, offset: float | None) -> np.ndarray:
+        """The camera's pose at the image stamped ``t`` (a frame kept by :meth:`observe`):
+        the poses kept, taken at ``t`` plus the pose clock's ``offset`` where one is
+        compensated (as the measurement's pairs are); else, or where they do not reach,
+        the frame's own ``pose``."""
+        at = self._at(t, offset)
+        return pose if at is None else at
+
+    def carried_motion(self, key: tuple[float, np.ndarray], frame: tuple[float, np.ndarray],
+                       offset: float | None) -> np.ndarray:
+        """The camera's motion from a keyframe to a later frame (each ``(stamp, pose)``), for
+        carrying the keyframe's measurement there: both poses taken on the pose clock
+        (:meth:`on_clock`) where both can be, else the two frames' own."""
+        at_key, at_frame = self._at(key[0], offset), self._at(frame[0], offset)
+        if at_key is None or at_frame is None:
+            return motion(key[1], frame[1])
+        return motion(at_key, at_frame)
+
+    def _at(self, t: float, offset: float | None) -> np.ndarray | None:
+        """The pose kept at ``t`` plus ``offset`` (None: not compensated, or out of reach)."""
+        if offset is None or abs(offset) < MIN_OFFSET_S or len(self._trail) < 2:
+            return None
+        trail = self._trail
+        return pose_at([p[0] for p in trail], [p[1] for p in trail], t + offset,
+                       [p[2] for p in trail])
 
     def _partner(self, pose: np.ndarray) -> _Past | None:
         """The latest past frame at least ``min_baseline`` away (the shortest usable baseline:
@@ -314,66 +341,23 @@ class MotionScale:
                 view = np.log(np.where(relative > 0, relative, np.nan))
             fitted = fit_map(-np.log(q[positive]), ub[positive], vb[positive],
                              np.log(rel_trusted[positive]), view)
-            field = np.zeros(view.shape, np.float32) if fitted is None else fitted.field(view)
-            level = float(np.median(field[np.isfinite(view)][::7]))
-            correction = field - np.float32(level)
+            if self.own_correction:
+                field = np.zeros(view.shape, np.float32) if fitted is None else \
+                    fitted.field(view)
+                level = float(np.median(field[np.isfinite(view)][::7]))
+                correction = field - np.float32(level)
+            elif fitted is not None:  # the map is read on the frames it serves, not here
+                level = fitted.level(view)
         self.stage_ms["scale map"] = 1000.0 * (time.perf_counter() - started)
         sigma = pair_sigma(q, ub, vb, relative.shape, residual, parallax)
         sigma = math.hypot(sigma, depth_band_error(q, rel_trusted, rel))
+        # The trusted pixels as metric points, for the frames this measurement serves (evenly
+        # thinned: their map uses MAX_SAMPLES at most).
+        step = max(1, -(-int(positive.sum()) // CARRIED_POINTS))
+        z = 1.0 / inverse[usable][positive][::step]
+        points = np.stack([(ub[positive][::step] - k.cx) / k.fx * z,
+                           (vb[positive][::step] - k.cy) / k.fy * z, z], axis=1).astype(np.float32)
         return Estimate(math.exp(level) / q_mid, ratio, int(len(q)), sigma=sigma,
                         clock_offset=self.fixed_offset or self.clock.offset,
-                        correction=correction, scale_map=fitted)
-
-
-def depth_band_error(q: np.ndarray, rel_trusted: np.ndarray, rel_view: np.ndarray) -> float:
-    """How far the scale of the trusted pixels may be from the whole view's when the ratio
-    changes with depth (a network whose depth is its truth to a power): the robust slope of log
-    ``q`` against log relative depth, times how far the trusted pixels' median log depth lies
-    from the view's (``rel_view``, NaN invalid), plus the spread of the scale between
-    :data:`DEPTH_BANDS` bands of depth (a block jackknife over depth instead of space)."""
-    keep = q > 0
-    if np.count_nonzero(keep) < MIN_PIXELS:
-        return 0.0
-    y, x = np.log(q[keep]), np.log(rel_trusted[keep])
-    edges = np.quantile(x, np.linspace(0.0, 1.0, DEPTH_BANDS + 1))
-    band = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, DEPTH_BANDS - 1)
-    centres = [(float(np.median(x[band == b])), float(np.median(y[band == b])))
-               for b in range(DEPTH_BANDS) if np.count_nonzero(band == b) >= MIN_PIXELS // 4]
-    if len(centres) < 2:
-        return 0.0
-    xs, ys = np.array(centres).T
-    slope = float(np.polyfit(xs, ys, 1)[0]) if np.ptp(xs) > 1e-6 else 0.0
-    view = rel_view[np.isfinite(rel_view) & (rel_view > 0)]
-    shift = abs(float(np.median(np.log(view[::7]))) - float(np.median(x))) if view.size else 0.0
-    left_out = [float(np.median(y[band != b])) for b in range(DEPTH_BANDS)]
-    return math.hypot(slope * shift, jackknife(left_out))
-
-
-def pair_sigma(q: np.ndarray, u: np.ndarray, v: np.ndarray, shape: tuple[int, ...],
-               residual: float, parallax: float) -> float:
-    """The relative standard error of one pair's scale (1 / median ``q``; ``q`` per pixel at
-    full-size pixel ``u``, ``v`` of a view of ``shape``): the block jackknife of the median over
-    :data:`BLOCKS` regions, the epipolar ``residual`` (px) over the median ``parallax`` (px),
-    and :data:`MIN_SIGMA`, added in quadrature."""
-    rows, cols = BLOCKS
-    h, w = shape[:2]
-    block = (np.clip((v * rows / h).astype(np.int64), 0, rows - 1) * cols
-             + np.clip((u * cols / w).astype(np.int64), 0, cols - 1))
-    logs = np.log(np.maximum(q, 1e-12))
-    left_out = [float(np.median(logs[block != b])) for b in range(rows * cols)
-                if MIN_PIXELS // 4 <= np.count_nonzero(block == b) < len(q) - MIN_PIXELS]
-    if len(left_out) >= 3:
-        regions = jackknife(left_out)
-    else:  # the trusted pixels fill fewer than three regions: the view is barely sampled
-        regions = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
-    geometry = residual / max(parallax, 1e-6)
-    return math.sqrt(regions ** 2 + geometry ** 2 + MIN_SIGMA ** 2)
-
-
-def jackknife(left_out: list[float]) -> float:
-    """The jackknife standard error of a statistic from its values with each group left out
-    in turn: sqrt((n - 1) / n * sum((x_i - mean)^2))."""
-    n = len(left_out)
-    values = np.asarray(left_out, dtype=np.float64)
-    return math.sqrt((n - 1) / n * float(np.sum((values - values.mean()) ** 2)))
+                        correction=correction, scale_map=fitted, points=points)
 

@@ -13,14 +13,21 @@ that median); cells without pixels of a band take the band's median. Each
 pixel reads the grid bilinearly across the view and linearly across depth from its own depth,
 so a correction never crosses a depth edge: a near object and the wall behind it take their
 own band's ratio.
+
+A frame that did not measure its own scale gets the map of the last measurement carried to it
+(:func:`carried_correction`): the measurement's metric points moved by the poses and fitted on the
+frame's own depth.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import cv2
 import numpy as np
+
+from ..geometry.intrinsics import Intrinsics
 
 GRID = (4, 6)        # rows, columns of the view
 BANDS = 3            # bands of the view's log depth (its tertiles)
@@ -28,6 +35,7 @@ MIN_CELL = 20        # fewer trusted pixels: the cell is empty
 SHRINK = 10.0        # pixels that weigh as much as the band's median
 MAX_CORRECTION = 0.7  # |log|: at most about 2x either way
 MAX_SAMPLES = 6000   # trusted pixels used (evenly spread): about 80 a cell, plenty for a median
+MIN_Z = 1e-3         # m: a carried point nearer than this (or behind) is not seen
 
 
 @dataclass(frozen=True)
@@ -45,14 +53,32 @@ class ScaleMap:
         valid = np.isfinite(view_log_rel)
         planes, centres = self.planes, self.centres
         # Linear across depth, between the bands' own depths (the pixel's own depth picks them).
-        depth = np.where(valid, view_log_rel, centres[0]).astype(np.float32)
+        depth = np.where(valid, view_log_rel, centres[0]).astype(np.float32, copy=False)
         out = planes[0].copy()
+        weight = np.empty_like(out)  # one buffer for each band's term (read on every frame)
         for b in range(1, len(planes)):  # telescoping: P0 + w1 (P1 - P0) + w2 (P2 - P1) + ...
             span = max(centres[b] - centres[b - 1], 1e-6)
-            weight = np.clip((depth - np.float32(centres[b - 1])) / np.float32(span), 0.0, 1.0)
-            out += weight * (planes[b] - planes[b - 1])
+            np.subtract(depth, np.float32(centres[b - 1]), out=weight)
+            np.divide(weight, np.float32(span), out=weight)
+            np.clip(weight, np.float32(0.0), np.float32(1.0), out=weight)
+            weight *= self.steps[b - 1]
+            out += weight
         out[~valid] = 0.0
-        return out.astype(np.float32)
+        return out
+
+    def level(self, view_log_rel: np.ndarray) -> float:
+        """The median of :meth:`field` over every 7th valid pixel of the view (what
+        :meth:`correction` takes out), read on those pixels alone."""
+        picked = np.flatnonzero(np.isfinite(view_log_rel))[::7]
+        if not picked.size:
+            return 0.0
+        sampled = ScaleMap(tuple(plane.ravel()[picked] for plane in self.planes), self.centres)
+        return float(np.median(sampled.field(view_log_rel.ravel()[picked])))
+
+    @cached_property
+    def steps(self) -> tuple[np.ndarray, ...]:
+        """Each band's plane less the band's below it (the telescoping sum's terms)."""
+        return tuple(self.planes[b] - self.planes[b - 1] for b in range(1, len(self.planes)))
 
     def correction(self, relative: np.ndarray) -> np.ndarray | None:
         """The map read on ``relative`` (a frame's relative depth, NaN or <= 0 invalid) with
@@ -133,3 +159,39 @@ def cell_medians(values: np.ndarray, cells: np.ndarray, n_cells: int
     high = ordered[starts[filled] + counts[filled] // 2]
     # np.median's mean of the middle pair: (a + b) / 2 in the values' own precision.
     return filled, (low + high) / values.dtype.type(2), counts[filled]
+
+
+
+
+def carried_correction(points: np.ndarray, key_to_frame: np.ndarray, k: Intrinsics,
+                       relative: np.ndarray) -> np.ndarray | None:
+    """A keyframe's measurement read on a later frame: the log correction over the frame's
+    view (median 0, as :meth:`ScaleMap.correction`) fitted from the measurement's metric
+    ``points`` (N x 3 in the keyframe's optical frame) moved into the frame by
+    ``key_to_frame`` (4x4, from the poses), projected with the frame's intrinsics ``k`` and
+    compared with the frame's own ``relative`` depth there; None where too few land in view.
+
+    A map fitted on the keyframe and read on a later frame corrects that frame with the
+    keyframe's depth errors; a weak network's shape changes from frame to frame, so that adds
+    flicker. The moved points, fitted on the frame's own depth, correct its own errors."""
+    h, w = relative.shape
+    rotation = key_to_frame[:3, :3].astype(np.float32)
+    moved = points @ rotation.T + key_to_frame[:3, 3].astype(np.float32)
+    z = moved[:, 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.float32(k.fx) * moved[:, 0] / z + np.float32(k.cx)
+        v = np.float32(k.fy) * moved[:, 1] / z + np.float32(k.cy)
+    seen = (z > MIN_Z) & (u >= 0) & (u <= w - 1) & (v >= 0) & (v <= h - 1)
+    u, v, z = u[seen], v[seen], z[seen]
+    rel = relative[np.rint(v).astype(np.int64), np.rint(u).astype(np.int64)]
+    usable = np.isfinite(rel) & (rel > 0)
+    if np.count_nonzero(usable) < MIN_CELL:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        view = np.log(np.where(relative > 0, relative, np.nan))
+    log_rel = np.log(rel[usable])
+    fitted = fit_map(np.log(z[usable]) - log_rel, u[usable], v[usable], log_rel, view)
+    if fitted is None:
+        return None
+    field = fitted.field(view)
+    return field - np.float32(np.median(field[np.isfinite(view)][::7]))

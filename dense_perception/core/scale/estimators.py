@@ -58,6 +58,8 @@ class Estimate:
     correction: np.ndarray | None = field(default=None, repr=False, compare=False)
     # the map itself (``core.motion.scale_map.ScaleMap``): read on a later frame's own depth
     scale_map: Any = field(default=None, repr=False, compare=False)
+    # motion: the trusted pixels' metric points (N x 3, the keyframe's camera frame)
+    points: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def correction_for(self, relative: np.ndarray) -> np.ndarray | None:
         """The log correction of the view for the frame of ``relative`` depth: the
