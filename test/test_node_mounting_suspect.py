@@ -31,7 +31,7 @@ from dense_perception.core.motion.pose import invert, quaternion_from_rotation  
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 WARN = 30  # rcl_interfaces/Log.WARN
 IDENTITY = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
-FRAMES = 6
+FRAMES = 20  # at most: the identity mounting stops once the reason is said
 
 
 def odometry_msg(h, t, odom_from_base):
@@ -75,6 +75,10 @@ def test_an_identity_mounting_on_a_forward_camera_is_named_as_the_suspect(harnes
                         h.header(frame_id="cam_optical", sec=sec, nanosec=nanosec), info=info)
         # depth/image is withheld without a scale: the frame is done when it is counted
         h.diagnostics(lambda d: d[2].get("frames processed") == str(i + 1), timeout=30.0)
+        # A measurement lands on a frame after the one it measured, when the worker (which
+        # never holds a frame) has finished it: frames go on until one has landed.
+        if mounting == IDENTITY and warnings(h, "off the epipolar lines"):
+            break
     first = warnings(h, "too little baseline")
     assert len(first) == 1, first  # the first frame has no partner yet
     if mounting != IDENTITY:  # the true mounting: the image motion fits the camera motion
