@@ -228,9 +228,9 @@ class CameraMotion:
                 key_pose is None else _Carrier(est.points, landed.t, key_pose, est.clock_offset)
             self._between = Estimate(None, reason=est.reason) if est.scale is None else \
                 Estimate(None, scale_map=est.scale_map)
-            if landed.serial != self._keyframe:  # measured on an earlier frame: its map here
-                est = replace(est, correction=self._carried(t, pose, products))
-            return est
+            # Collected before this frame's own submit: always an earlier frame's measurement,
+            # so its map is carried here.
+            return replace(est, correction=self._carried(t, pose, products))
         self._landed = None
         if said is not None:
             self._between = Estimate(None, reason=said.reason,
@@ -303,8 +303,7 @@ class CameraMotion:
         anchor: float | None = 1.0
         gap = None
         keyframed = report is not None and report.source == "motion"
-        own = self._landed is not None and self._landed.serial == self._keyframe
-        if keyframed and not own:  # a keyframe's measurement, landed late: by the ledger
+        if keyframed:  # a keyframe's measurement lands on a later frame: by the ledger
             anchor, gap = None, self._landed_gap(report.estimate)
         elif report is not None and report.source in ESTIMATED_SOURCES:
             anchor = None if report.estimate is None or not report.scale else \

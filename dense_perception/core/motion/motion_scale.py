@@ -103,6 +103,24 @@ class Pair:
     trail: Trail
 
 
+def pose_on_clock(trail: Trail, t: float, offset: float | None) -> np.ndarray | None:
+    """The pose along ``trail`` at ``t`` plus the pose clock's ``offset``; None where the
+    offset is not compensated (unknown or below :data:`MIN_OFFSET_S`) or the trail does not
+    reach."""
+    if offset is None or abs(offset) < MIN_OFFSET_S:
+        return None
+    return pose_at(trail.stamps, trail.poses, t + offset, trail.quaternions)
+
+
+def motion_on_clock(trail: Trail, times: tuple[float, float], offset: float | None
+                    ) -> np.ndarray | None:
+    """The camera's motion from the frame stamped ``times[0]`` to the one stamped
+    ``times[1]``, both poses taken on the pose clock (:func:`pose_on_clock`); None where
+    either cannot be."""
+    start, end = pose_on_clock(trail, times[0], offset), pose_on_clock(trail, times[1], offset)
+    return None if start is None or end is None else motion(start, end)
+
+
 def flow_image(grey: np.ndarray) -> np.ndarray:
     """``grey`` (uint8) shrunk to at most :data:`FLOW_WIDTH` pixels wide for the flow."""
     h, w = grey.shape
@@ -193,9 +211,7 @@ class MotionScale:
             return Estimate(None, reason=(
                 f"the trajectory moves {speed:.3g} m/s between two frames: no robot or hand "
                 "does (are the poses in metres, not millimetres?)"))
-        trail = Trail([p[0] for p in self._trail], [p[1] for p in self._trail],
-                      [p[2] for p in self._trail])
-        return Pair(t, partner.t, small, partner.grey, b_to_a, trail)
+        return Pair(t, partner.t, small, partner.grey, b_to_a, self._kept())
 
     def measure(self, pair: Pair, relative: np.ndarray, k: Intrinsics) -> Estimate:
         """The scale of ``pair``'s frame (its ``relative`` depth, intrinsics ``k``): the
@@ -222,7 +238,7 @@ class MotionScale:
         the poses kept, taken at ``t`` plus the pose clock's ``offset`` where one is
         compensated (as the measurement's pairs are); else, or where they do not reach,
         the frame's own ``pose``."""
-        at = self._at(t, offset)
+        at = pose_on_clock(self._kept(), t, offset)
         return pose if at is None else at
 
     def carried_motion(self, key: tuple[float, np.ndarray], frame: tuple[float, np.ndarray],
@@ -230,18 +246,13 @@ class MotionScale:
         """The camera's motion from a keyframe to a later frame (each ``(stamp, pose)``), for
         carrying the keyframe's measurement there: both poses taken on the pose clock
         (:meth:`on_clock`) where both can be, else the two frames' own."""
-        at_key, at_frame = self._at(key[0], offset), self._at(frame[0], offset)
-        if at_key is None or at_frame is None:
-            return motion(key[1], frame[1])
-        return motion(at_key, at_frame)
+        moved = motion_on_clock(self._kept(), (key[0], frame[0]), offset)
+        return motion(key[1], frame[1]) if moved is None else moved
 
-    def _at(self, t: float, offset: float | None) -> np.ndarray | None:
-        """The pose kept at ``t`` plus ``offset`` (None: not compensated, or out of reach)."""
-        if offset is None or abs(offset) < MIN_OFFSET_S or len(self._trail) < 2:
-            return None
+    def _kept(self) -> Trail:
+        """The poses kept (every posed frame's, the frame path's)."""
         trail = self._trail
-        return pose_at([p[0] for p in trail], [p[1] for p in trail], t + offset,
-                       [p[2] for p in trail])
+        return Trail([p[0] for p in trail], [p[1] for p in trail], [p[2] for p in trail])
 
     def _partner(self, pose: np.ndarray) -> _Past | None:
         """The latest past frame at least ``min_baseline`` away (the shortest usable baseline:
@@ -255,16 +266,11 @@ class MotionScale:
         return None
 
     def _compensated(self, b_to_a: np.ndarray, times: tuple[float, float],
-                     stamps: list[float], poses: list[np.ndarray],
-                     quaternions: list[np.ndarray]) -> np.ndarray:
-        """The pair's motion with the poses (the past frames', at ``stamps``) taken at the pose
+                     trail: Trail) -> np.ndarray:
+        """The pair's motion with the poses (the past frames', ``trail``) taken at the pose
         clock's offset, once known."""
-        offset = self.fixed_offset or self.clock.offset
-        if offset is None or abs(offset) < MIN_OFFSET_S:
-            return b_to_a
-        pose_b = pose_at(stamps, poses, times[0] + offset, quaternions)
-        pose_a = pose_at(stamps, poses, times[1] + offset, quaternions)
-        return b_to_a if pose_b is None or pose_a is None else motion(pose_b, pose_a)
+        moved = motion_on_clock(trail, times, self.fixed_offset or self.clock.offset)
+        return b_to_a if moved is None else moved
 
     def _fit(self, grey_b: np.ndarray, grey_a: np.ndarray, b_to_a: np.ndarray,
              relative: np.ndarray, k: Intrinsics, times: tuple[float, float] | None = None,
@@ -298,7 +304,7 @@ class MotionScale:
             stamps, poses, quaternions = trail.stamps, trail.poses, trail.quaternions
             if self.fixed_offset is None:
                 self.clock.add_pair(ub, vb, ua, va, *times, stamps, poses, k, quaternions)
-            b_to_a = self._compensated(b_to_a, times, stamps, poses, quaternions)
+            b_to_a = self._compensated(b_to_a, times, trail)
         self.stage_ms["clock offset"] = 1000.0 * (time.perf_counter() - started)
         c1, d1, c2, d2, pz = epipolar_terms(ub, vb, ua, va, b_to_a, k, np.float32)
         cc = c1 * c1 + c2 * c2

@@ -88,8 +88,13 @@ class ScaleMap:
             return None
         with np.errstate(invalid="ignore", divide="ignore"):
             view = np.log(np.where(relative > 0, relative, np.nan))
-        field = self.field(view)
-        valid = field[np.isfinite(view)][::7]
+        return self.read(view)
+
+    def read(self, view_log_rel: np.ndarray) -> np.ndarray:
+        """:meth:`field` on a view of log relative depth with its median over every 7th valid
+        pixel taken out (the field as it is where none is valid)."""
+        field = self.field(view_log_rel)
+        valid = field[np.isfinite(view_log_rel)][::7]
         return field - np.float32(np.median(valid)) if valid.size else field
 
 
@@ -161,8 +166,6 @@ def cell_medians(values: np.ndarray, cells: np.ndarray, n_cells: int
     return filled, (low + high) / values.dtype.type(2), counts[filled]
 
 
-
-
 def carried_correction(points: np.ndarray, key_to_frame: np.ndarray, k: Intrinsics,
                        relative: np.ndarray) -> np.ndarray | None:
     """A keyframe's measurement read on a later frame: the log correction over the frame's
@@ -191,7 +194,4 @@ def carried_correction(points: np.ndarray, key_to_frame: np.ndarray, k: Intrinsi
         view = np.log(np.where(relative > 0, relative, np.nan))
     log_rel = np.log(rel[usable])
     fitted = fit_map(np.log(z[usable]) - log_rel, u[usable], v[usable], log_rel, view)
-    if fitted is None:
-        return None
-    field = fitted.field(view)
-    return field - np.float32(np.median(field[np.isfinite(view)][::7]))
+    return None if fitted is None else fitted.read(view)
